@@ -1,0 +1,249 @@
+# Kiln build.  `make help` lists the targets.
+#
+# Variant builds reuse this file with another BUILD directory and SAN mode:
+#   build/        normal (-O2 -g)
+#   build/asan/   AddressSanitizer + UndefinedBehaviorSanitizer
+#   build/tsan/   ThreadSanitizer (clang)
+#   build/cov/    gcov instrumentation
+# Check, subunit and jansson are linked statically into the tools and tests,
+# so build/kiln and the test binaries also run on the GPU machine, which has
+# neither package.  CUDA is never linked: the cuda backend dlopen()s it.
+
+CC       ?= cc
+BUILD    ?= build
+SAN      ?=
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+PYTHON   ?= python3
+JOBS     ?= 2
+
+LIBDIR_SYS := /usr/lib/x86_64-linux-gnu
+CFLAGS_BASE := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -fvisibility=hidden \
+  -ffp-contract=off -fno-fast-math -pthread -Iruntime/include -Iruntime
+OPTFLAGS ?= -O2 -g
+
+ifeq ($(SAN),asan)
+  SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
+              -fno-omit-frame-pointer
+  OPTFLAGS := -O1 -g
+endif
+ifeq ($(SAN),tsan)
+  CC := clang
+  SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+  OPTFLAGS := -O1 -g
+endif
+ifeq ($(SAN),cov)
+  SANFLAGS := --coverage
+  OPTFLAGS := -O0 -g
+endif
+
+CFLAGS  := $(CFLAGS_BASE) $(OPTFLAGS) $(SANFLAGS) $(EXTRA_CFLAGS)
+LDFLAGS := $(SANFLAGS) -pthread
+SYSLIBS := -ldl -lm -lpthread -lrt
+# Static Check/subunit/jansson (see the header comment).
+STATIC_DEPS := $(LIBDIR_SYS)/libcheck.a $(LIBDIR_SYS)/libsubunit.a \
+               $(LIBDIR_SYS)/libjansson.a
+
+LIB_SRC  := $(sort $(wildcard runtime/*.c runtime/backends/*.c))
+CLI_SRC  := $(sort $(wildcard runtime/cli/*.c conformance/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
+
+.PHONY: all lib cli unit test test-unit test-asan test-tsan deps install \
+        uninstall clean help fuzz coverage conform bench gpu-bundle \
+        docs-check testgen testgen-check mutants nvrtc-check valgrind examples
+
+all: lib cli
+
+lib: $(BUILD)/libkiln.a $(BUILD)/libkiln.so
+cli: $(BUILD)/kiln
+unit: $(BUILD)/unit_tests
+
+$(BUILD)/obj/%.o: %.c $(wildcard runtime/*.h runtime/include/*.h runtime/backends/*.h conformance/*.h tests/unit/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -c $< -o $@
+
+$(BUILD)/libkiln.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libkiln.so: $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,libkiln.so.0 -o $@ $^ $(LDFLAGS) $(SYSLIBS)
+
+$(BUILD)/kiln: $(CLI_OBJ) $(BUILD)/libkiln.a
+	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libkiln.a $(LDFLAGS) $(STATIC_DEPS) $(SYSLIBS)
+
+# Every tests/unit/*.c file defines `Suite *NAME_suite(void)`; this list is
+# generated so a new file needs no registration.
+$(BUILD)/gen/suites.inc: $(UNIT_SRC)
+	@mkdir -p $(dir $@)
+	grep -ho '^Suite \*[a-z0-9_]*_suite(void)' $(UNIT_SRC) | \
+	  sed 's/^Suite \*\([a-z0-9_]*\)(void)/KILN_SUITE(\1)/' > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/tests/unit/main.o: $(BUILD)/gen/suites.inc
+$(BUILD)/obj/tests/unit/%.o: CFLAGS += -I$(BUILD)/gen -Itests/unit
+
+$(BUILD)/unit_tests: $(UNIT_OBJ) $(BUILD)/libkiln.a $(BUILD)/plugins/libkiln_test_plugin.so
+	$(CC) -o $@ $(UNIT_OBJ) $(BUILD)/libkiln.a $(LDFLAGS) $(STATIC_DEPS) $(SYSLIBS)
+
+# Plugins: tests/plugins/NAME.c -> $(BUILD)/plugins/libNAME.so, and the
+# conformance mutants conformance/mutants/NAME.c -> $(BUILD)/mutants/NAME.so.
+PLUGIN_SRC := $(wildcard tests/plugins/*.c)
+MUTANT_SRC := $(wildcard conformance/mutants/*.c)
+# A plugin links libkiln.a's objects privately (all hidden) and exports only
+# its entry symbol.
+$(BUILD)/plugins/lib%.so: tests/plugins/%.c $(BUILD)/libkiln.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< $(BUILD)/libkiln.a $(LDFLAGS) $(SYSLIBS)
+$(BUILD)/mutants/%.so: conformance/mutants/%.c $(BUILD)/libkiln.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< $(BUILD)/libkiln.a $(LDFLAGS) $(SYSLIBS)
+plugins: $(PLUGIN_SRC:tests/plugins/%.c=$(BUILD)/plugins/lib%.so)
+mutants-build: $(MUTANT_SRC:conformance/mutants/%.c=$(BUILD)/mutants/%.so)
+
+# ------------------------------------------------------------------ tests
+
+# `make test` is what CI runs (through .ci/run): every check, no weaker.
+test:
+	$(MAKE) -j$(JOBS) all unit
+	$(MAKE) docs-check
+	$(MAKE) testgen-check
+	$(MAKE) test-unit
+	$(MAKE) test-asan
+	$(MAKE) test-tsan
+	$(MAKE) valgrind
+	$(MAKE) nvrtc-check
+	$(MAKE) conform-ref
+	$(MAKE) mutants
+	$(MAKE) examples
+	@echo "make test: all stages passed"
+
+test-unit: $(BUILD)/unit_tests
+	KILN_TEST_PLUGIN=$(abspath $(BUILD)/plugins/libkiln_test_plugin.so) \
+	  KILN_BIN=$(abspath $(BUILD)/kiln) $(BUILD)/unit_tests
+
+test-asan:
+	$(MAKE) -j$(JOBS) BUILD=build/asan SAN=asan all unit
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  KILN_TEST_PLUGIN=$(abspath build/asan/plugins/libkiln_test_plugin.so) \
+	  KILN_BIN=$(abspath build/asan/kiln) build/asan/unit_tests
+
+# ThreadSanitizer: the suites whose names start with "threads".
+test-tsan:
+	$(MAKE) -j$(JOBS) BUILD=build/tsan SAN=tsan unit
+	TSAN_OPTIONS=halt_on_error=1 KILN_TEST_FILTER=threads \
+	  KILN_TEST_PLUGIN=$(abspath build/tsan/plugins/libkiln_test_plugin.so) \
+	  build/tsan/unit_tests
+
+valgrind: all
+	@if [ -f scripts/valgrind.sh ]; then bash scripts/valgrind.sh $(BUILD); \
+	 else echo "valgrind: scripts/valgrind.sh not present yet"; fi
+
+nvrtc-check: all
+	@if [ -f scripts/nvrtc_check.sh ]; then bash scripts/nvrtc_check.sh $(BUILD); \
+	 else echo "nvrtc-check: not present yet"; fi
+
+conform-ref: all
+	@if [ -d conformance/vectors ] && ls conformance/vectors/*.json >/dev/null 2>&1; then \
+	  $(BUILD)/kiln conform --backend ref --junit $(BUILD)/conform-ref.xml; \
+	 else echo "conform-ref: no vectors yet"; fi
+
+mutants: all mutants-build
+	@if [ -f scripts/mutants.sh ]; then bash scripts/mutants.sh $(BUILD); \
+	 else echo "mutants: scripts/mutants.sh not present yet"; fi
+
+examples: all
+	@if [ -f conformance/examples/Makefile ]; then bash scripts/examples.sh $(BUILD); \
+	 else echo "examples: not present yet"; fi
+
+docs-check: all
+	$(PYTHON) scripts/docs_check.py $(BUILD)/kiln
+
+testgen:
+	@if [ -f testgen/generate.py ]; then $(PYTHON) testgen/generate.py --out conformance/vectors; \
+	 else echo "testgen: not present yet"; fi
+
+testgen-check:
+	@if [ -f testgen/generate.py ]; then $(PYTHON) testgen/generate.py --check conformance/vectors; \
+	 else echo "testgen-check: not present yet"; fi
+
+# The suite on the default backend (the README's main command).
+conform: all
+	$(BUILD)/kiln conform --report $(BUILD)/conform-report.md \
+	  --junit $(BUILD)/conform.xml --tap $(BUILD)/conform.tap
+
+bench: all
+	$(BUILD)/kiln bench all
+
+fuzz:
+	@mkdir -p build/fuzz
+	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
+	  tests/fuzz/fuzz_options.c $(LIB_SRC) -ldl -lm -lpthread -o build/fuzz/fuzz_options
+	@mkdir -p build/fuzz/corpus
+	cp -n tests/fuzz/corpus/* build/fuzz/corpus/ 2>/dev/null || true
+	build/fuzz/fuzz_options -max_total_time=$${FUZZ_SECONDS:-60} \
+	  -dict=tests/fuzz/options.dict build/fuzz/corpus
+
+coverage:
+	$(MAKE) -j$(JOBS) BUILD=build/cov SAN=cov all unit
+	lcov --zerocounters --directory build/cov >/dev/null
+	KILN_TEST_PLUGIN=$(abspath build/cov/plugins/libkiln_test_plugin.so) \
+	  KILN_BIN=$(abspath build/cov/kiln) build/cov/unit_tests
+	-build/cov/kiln conform --backend ref >/dev/null
+	lcov --capture --directory build/cov --output-file build/cov/coverage.info \
+	  --include '*/runtime/*' --include '*/conformance/*' >/dev/null
+	genhtml build/cov/coverage.info --output-directory build/coverage-html >/dev/null
+	@lcov --summary build/cov/coverage.info
+	@echo "coverage report: build/coverage-html/index.html"
+
+# Everything the GPU machine needs, under carry/ (ignored by git): the
+# binaries (Check and jansson linked statically), the vectors, the bench
+# script.  Run on the device with: bash carry/gpu_run.sh
+gpu-bundle: all unit plugins mutants-build
+	rm -rf carry && mkdir -p carry
+	cp -r $(BUILD) carry/build
+	rm -rf carry/build/asan carry/build/tsan carry/build/cov carry/build/obj
+	@echo "gpu-bundle: carry/ ready ($$(du -sh carry | cut -f1))"
+
+deps:
+	bash scripts/deps.sh
+
+# -------------------------------------------------------------- install
+
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(BUILD)/libkiln.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libkiln.so $(DESTDIR)$(PREFIX)/lib/libkiln.so.0
+	ln -sf libkiln.so.0 $(DESTDIR)$(PREFIX)/lib/libkiln.so
+	install -m 644 runtime/include/kiln.h runtime/backend.h $(DESTDIR)$(PREFIX)/include/
+	@if [ -f $(BUILD)/kiln ]; then install -m 755 $(BUILD)/kiln $(DESTDIR)$(PREFIX)/bin/; fi
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/^#define KILN_VERSION_STRING "\(.*\)"/\1/p' runtime/include/kiln.h)|' \
+	  kiln.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kiln.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libkiln.a $(DESTDIR)$(PREFIX)/lib/libkiln.so \
+	  $(DESTDIR)$(PREFIX)/lib/libkiln.so.0 $(DESTDIR)$(PREFIX)/include/kiln.h \
+	  $(DESTDIR)$(PREFIX)/include/backend.h $(DESTDIR)$(PREFIX)/bin/kiln \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/kiln.pc
+
+clean:
+	rm -rf build carry
+
+help:
+	@echo "make            build/libkiln.a, build/libkiln.so, build/kiln"
+	@echo "make deps       install missing Debian packages (idempotent, needs root)"
+	@echo "make test       every check CI runs (unit, ASan+UBSan, TSan, valgrind,"
+	@echo "                vector freshness, NVRTC compile check, conformance, mutants)"
+	@echo "make conform    the conformance suite on the default backend"
+	@echo "make testgen    regenerate conformance/vectors"
+	@echo "make fuzz       libFuzzer on the option parser (FUZZ_SECONDS=60)"
+	@echo "make coverage   gcov/lcov HTML report in build/coverage-html"
+	@echo "make bench      benchmarks (kiln bench all)"
+	@echo "make gpu-bundle binaries for the GPU machine under carry/"
+	@echo "make install    PREFIX=/usr/local DESTDIR= (library, kiln.h, kiln.pc)"

@@ -1,0 +1,476 @@
+/*
+** kiln.h -- the one public header of the Kiln fusion runtime.
+**
+** Kiln compiles small tensor-op graphs ("fusions") into kernels and runs them
+** on a backend (the CPU reference interpreter "ref", the CUDA backend "cuda",
+** or a plugin loaded by path).  Every execute call may carry enable/disable
+** option items that are merged with the environment (KILN_ENABLE,
+** KILN_DISABLE, KILN_DUMP); the caches never reuse a plan or kernel that was
+** built under different options.  docs/ states the full contract.
+**
+** Conventions (see docs/runtime.md):
+**   - Every fallible function returns a kiln_status.  On failure, outputs are
+**     left untouched unless the comment says otherwise, and a detailed
+**     message is available from kiln_last_error() on the calling thread.
+**   - Handles are opaque, with create/destroy pairs; destroy accepts NULL.
+**   - Structs that may grow start with a struct_size field that the caller
+**     sets to sizeof(the struct); fields are only ever appended.
+**   - Status codes are append-only and never renumbered.
+*/
+#ifndef KILN_H
+#define KILN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
+#define KILN_VERSION_MAJOR 0
+#define KILN_VERSION_MINOR 1
+#define KILN_VERSION_PATCH 0
+#define KILN_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------ status */
+
+/* X(NAME, value, description).  Append only; never renumber. */
+#define KILN_STATUS_TABLE(X)                                                   \
+    X(KILN_OK, 0, "success")                                                   \
+    X(KILN_ERR_INVALID_ARGUMENT, 1, "invalid argument")                        \
+    X(KILN_ERR_NO_MEMORY, 2, "out of memory")                                  \
+    X(KILN_ERR_OPTION_SYNTAX, 3, "malformed option string")                    \
+    X(KILN_ERR_OPTION_UNKNOWN, 4, "unknown option name")                       \
+    X(KILN_ERR_OPTION_ARGUMENT, 5, "invalid option argument")                  \
+    X(KILN_ERR_OPTION_ELEMENT, 6, "execute option element is not one item")    \
+    X(KILN_ERR_FUSION, 7, "invalid fusion definition")                         \
+    X(KILN_ERR_DTYPE, 8, "dtype mismatch")                                     \
+    X(KILN_ERR_SHAPE, 9, "shape mismatch")                                     \
+    X(KILN_ERR_PARSE, 10, "malformed fusion text")                             \
+    X(KILN_ERR_STATE, 11, "object in the wrong state for this call")           \
+    X(KILN_ERR_UNSUPPORTED, 12, "not supported by this backend")               \
+    X(KILN_ERR_FALLBACK_DISABLED, 13, "fallback needed but disable=fallback")  \
+    X(KILN_ERR_BACKEND_UNAVAILABLE, 14, "backend unavailable")                 \
+    X(KILN_ERR_BACKEND, 15, "backend failure")                                 \
+    X(KILN_ERR_COMPILE, 16, "kernel compilation failed")                       \
+    X(KILN_ERR_CUDA, 17, "CUDA driver call failed")                            \
+    X(KILN_ERR_IO, 18, "I/O error")                                            \
+    X(KILN_ERR_CORRUPT, 19, "corrupted or incompatible file")                  \
+    X(KILN_ERR_ABI, 20, "backend ABI mismatch")                                \
+    X(KILN_ERR_NOT_FOUND, 21, "not found")                                     \
+    X(KILN_ERR_LIMIT, 22, "size or count limit exceeded")                      \
+    X(KILN_ERR_ALIGNMENT, 23, "misaligned or overlapping tensor memory")
+
+typedef enum kiln_status {
+#define KILN_X_(name, value, desc) name = value,
+    KILN_STATUS_TABLE(KILN_X_)
+#undef KILN_X_
+} kiln_status;
+
+/* Stable name ("KILN_ERR_SHAPE") and one-line description of a status.
+** Unknown values give "KILN_UNKNOWN_STATUS" / "unknown status". */
+KILN_API const char *kiln_status_name(kiln_status s);
+KILN_API const char *kiln_strerror(kiln_status s);
+
+/* The detailed message of the last failure on the calling thread (never NULL;
+** "" when there was none).  Valid until the next Kiln call on this thread. */
+KILN_API const char *kiln_last_error(void);
+
+/* Structured detail of the last failure on this thread.  Option errors fill
+** source ("KILN_ENABLE", "execute enable[2]", ...), offset (byte offset in
+** the offending string, or -1) and token (the offending text).  Strings stay
+** valid until the next Kiln call on this thread. */
+typedef struct kiln_error_info {
+    size_t struct_size;
+    kiln_status status;
+    const char *message;
+    const char *source;
+    long offset;
+    const char *token;
+} kiln_error_info;
+KILN_API kiln_status kiln_last_error_info(kiln_error_info *out);
+
+/* Runtime version: returns KILN_VERSION_STRING of the library actually
+** linked; *major etc. may be NULL. */
+KILN_API const char *kiln_version(int *major, int *minor, int *patch);
+
+/* Memory returned by Kiln (printed text, JSON) is released with kiln_free. */
+KILN_API void kiln_free(void *p);
+
+/* ----------------------------------------------------------------- options */
+
+typedef enum kiln_opt_set {
+    KILN_SET_ENABLE = 0,
+    KILN_SET_DISABLE = 1,
+    KILN_SET_DUMP = 2
+} kiln_opt_set;
+
+/* Cache level of an option: what it may change (docs/options.md). */
+typedef enum kiln_level {
+    KILN_LEVEL_ALL = -1, /* filter value only: every level */
+    KILN_LEVEL_PLAN = 0,
+    KILN_LEVEL_KERNEL = 1,
+    KILN_LEVEL_NONE = 2
+} kiln_level;
+
+typedef enum kiln_arg_shape {
+    KILN_ARG_NONE = 0,  /* takes no argument list */
+    KILN_ARG_INT = 1,   /* one non-negative decimal integer */
+    KILN_ARG_NAMES = 2  /* a list of names from a fixed vocabulary */
+} kiln_arg_shape;
+
+/* One row of the option catalogue, the single source of truth. */
+typedef struct kiln_option_desc {
+    const char *name;
+    kiln_opt_set set;
+    kiln_arg_shape arg;
+    kiln_level level;
+    const char *description;
+    const char *const *vocabulary; /* KILN_ARG_NAMES: NULL-terminated, sorted */
+    uint64_t int_default;          /* KILN_ARG_INT: value when no list given */
+    int implemented;               /* 1 when its effect exists in this build */
+} kiln_option_desc;
+
+/* Catalogue access: *count receives the number of rows. */
+KILN_API const kiln_option_desc *kiln_option_catalogue(size_t *count);
+
+/* An effective option set: a plain value (no hidden global state).  Create
+** from environment strings, apply execute items, print canonically. */
+typedef struct kiln_options kiln_options;
+
+/* Parse the three environment strings (NULL means unset).  `origin` names
+** where they came from in error messages; NULL uses "KILN_ENABLE" etc.
+** On error *out is untouched and the error names the variable, the byte
+** offset, the offending token and the valid names of that set. */
+KILN_API kiln_status kiln_options_from_env(const char *enable,
+                                           const char *disable,
+                                           const char *dump,
+                                           kiln_options **out);
+
+/* Apply one execute element (exactly one item of the grammar) to `opts`.
+** `index` is the element's position, used in error messages
+** ("execute enable[2]").  `set` must be ENABLE or DISABLE.  On error `opts`
+** is unchanged. */
+KILN_API kiln_status kiln_options_apply(kiln_options *opts, kiln_opt_set set,
+                                        const char *item, size_t index);
+
+KILN_API kiln_status kiln_options_copy(const kiln_options *src,
+                                       kiln_options **out);
+KILN_API void kiln_options_destroy(kiln_options *opts);
+
+/* Canonical text of the options of `level` (KILN_LEVEL_ALL for all), written
+** NUL-terminated into buf (cap bytes).  *len receives the text length
+** without the NUL; if it does not fit, KILN_ERR_LIMIT is returned and *len
+** still says how much is needed.  An empty set prints "". */
+KILN_API kiln_status kiln_options_canonical(const kiln_options *opts,
+                                            kiln_level level, char *buf,
+                                            size_t cap, size_t *len);
+
+/* 64-bit hash (FNV-1a) of the canonical text of `level`. */
+KILN_API kiln_status kiln_options_hash(const kiln_options *opts,
+                                       kiln_level level, uint64_t *out);
+
+/* Whether option `name` of `set` is on; its integer argument or name-list
+** (as a NUL-separated sorted list written into buf) may be queried too.
+** *on receives 0/1.  Unknown names give KILN_ERR_OPTION_UNKNOWN. */
+KILN_API kiln_status kiln_options_get(const kiln_options *opts,
+                                      kiln_opt_set set, const char *name,
+                                      int *on, uint64_t *int_arg);
+
+/* JSON object describing the effective options (each option with its set,
+** arguments and level; canonical text and hash per level).  Free the text
+** with kiln_free. */
+KILN_API kiln_status kiln_options_json(const kiln_options *opts, char **out);
+
+/* ----------------------------------------------------------------- dtypes */
+
+#define KILN_DTYPE_TABLE(X)                                                    \
+    X(KILN_BOOL, 0, "bool", 1)                                                 \
+    X(KILN_I32, 1, "i32", 4)                                                   \
+    X(KILN_I64, 2, "i64", 8)                                                   \
+    X(KILN_F16, 3, "f16", 2)                                                   \
+    X(KILN_BF16, 4, "bf16", 2)                                                 \
+    X(KILN_F32, 5, "f32", 4)                                                   \
+    X(KILN_F64, 6, "f64", 8)
+
+typedef enum kiln_dtype {
+#define KILN_X_(name, value, text, size) name = value,
+    KILN_DTYPE_TABLE(KILN_X_)
+#undef KILN_X_
+        KILN_DTYPE_COUNT
+} kiln_dtype;
+
+KILN_API const char *kiln_dtype_name(kiln_dtype t);   /* NULL if invalid */
+KILN_API size_t kiln_dtype_size(kiln_dtype t);        /* 0 if invalid */
+KILN_API kiln_status kiln_dtype_parse(const char *name, kiln_dtype *out);
+
+/* --------------------------------------------------------------------- ops */
+
+/* X(NAME, text, arity, kind).  kind: 'u' unary, 'b' binary, 'c' compare,
+** 'l' logical, 'w' where, 's' special (constructed by its own function).
+** The accepted dtypes and result dtype of each op live in the op table in
+** runtime/fusion.c (kiln_op_info below exposes them). */
+#define KILN_OP_TABLE(X)                                                       \
+    X(KILN_OP_INPUT, "input", 0, 's')                                          \
+    X(KILN_OP_CONST, "const", 0, 's')                                          \
+    X(KILN_OP_NEG, "neg", 1, 'u')                                              \
+    X(KILN_OP_ABS, "abs", 1, 'u')                                              \
+    X(KILN_OP_EXP, "exp", 1, 'u')                                              \
+    X(KILN_OP_LOG, "log", 1, 'u')                                              \
+    X(KILN_OP_SQRT, "sqrt", 1, 'u')                                            \
+    X(KILN_OP_RSQRT, "rsqrt", 1, 'u')                                          \
+    X(KILN_OP_RECIPROCAL, "reciprocal", 1, 'u')                                \
+    X(KILN_OP_SIN, "sin", 1, 'u')                                              \
+    X(KILN_OP_COS, "cos", 1, 'u')                                              \
+    X(KILN_OP_TANH, "tanh", 1, 'u')                                            \
+    X(KILN_OP_SIGMOID, "sigmoid", 1, 'u')                                      \
+    X(KILN_OP_RELU, "relu", 1, 'u')                                            \
+    X(KILN_OP_ERF, "erf", 1, 'u')                                              \
+    X(KILN_OP_FLOOR, "floor", 1, 'u')                                          \
+    X(KILN_OP_CEIL, "ceil", 1, 'u')                                            \
+    X(KILN_OP_ADD, "add", 2, 'b')                                              \
+    X(KILN_OP_SUB, "sub", 2, 'b')                                              \
+    X(KILN_OP_MUL, "mul", 2, 'b')                                              \
+    X(KILN_OP_DIV, "div", 2, 'b')                                              \
+    X(KILN_OP_POW, "pow", 2, 'b')                                              \
+    X(KILN_OP_MAXIMUM, "maximum", 2, 'b')                                      \
+    X(KILN_OP_MINIMUM, "minimum", 2, 'b')                                      \
+    X(KILN_OP_EQ, "eq", 2, 'c')                                                \
+    X(KILN_OP_NE, "ne", 2, 'c')                                                \
+    X(KILN_OP_LT, "lt", 2, 'c')                                                \
+    X(KILN_OP_LE, "le", 2, 'c')                                                \
+    X(KILN_OP_GT, "gt", 2, 'c')                                                \
+    X(KILN_OP_GE, "ge", 2, 'c')                                                \
+    X(KILN_OP_AND, "and", 2, 'l')                                              \
+    X(KILN_OP_OR, "or", 2, 'l')                                                \
+    X(KILN_OP_NOT, "not", 1, 'l')                                              \
+    X(KILN_OP_WHERE, "where", 3, 'w')                                          \
+    X(KILN_OP_FMA, "fma", 3, 's')                                              \
+    X(KILN_OP_CAST, "cast", 1, 's')                                            \
+    X(KILN_OP_BROADCAST, "broadcast", 1, 's')                                  \
+    X(KILN_OP_SUM, "sum", 1, 's')                                              \
+    X(KILN_OP_RMAX, "max", 1, 's')                                             \
+    X(KILN_OP_RMIN, "min", 1, 's')                                             \
+    X(KILN_OP_MATMUL, "matmul", 2, 's')
+
+typedef enum kiln_op {
+#define KILN_X_(name, text, arity, kind) name,
+    KILN_OP_TABLE(KILN_X_)
+#undef KILN_X_
+        KILN_OP_COUNT
+} kiln_op;
+
+KILN_API const char *kiln_op_name(kiln_op op); /* NULL if invalid */
+KILN_API kiln_status kiln_op_parse(const char *name, kiln_op *out);
+
+/* ------------------------------------------------------------------ fusion */
+
+#define KILN_MAX_RANK 8
+
+typedef struct kiln_fusion kiln_fusion;
+typedef int32_t kiln_value; /* a value (node) id inside one fusion */
+
+KILN_API kiln_status kiln_fusion_create(kiln_fusion **out);
+KILN_API void kiln_fusion_destroy(kiln_fusion *f);
+
+/* Declare the next input.  bcast[i] != 0 declares axis i a broadcast axis:
+** its size must be 1 at execute and it expands against other operands.
+** bcast may be NULL (no broadcast axes). */
+KILN_API kiln_status kiln_fusion_input(kiln_fusion *f, kiln_dtype dtype,
+                                       int rank, const uint8_t *bcast,
+                                       kiln_value *out);
+/* A rank-0 constant; `bits` holds the value's bit pattern in `dtype`
+** (e.g. 0x3f800000 for f32 1.0, 1 for bool true). */
+KILN_API kiln_status kiln_fusion_const(kiln_fusion *f, kiln_dtype dtype,
+                                       uint64_t bits, kiln_value *out);
+/* Any pointwise op of kind u/b/c/l/w (and KILN_OP_FMA), args[nargs]. */
+KILN_API kiln_status kiln_fusion_op(kiln_fusion *f, kiln_op op,
+                                    const kiln_value *args, int nargs,
+                                    kiln_value *out);
+KILN_API kiln_status kiln_fusion_cast(kiln_fusion *f, kiln_value a,
+                                      kiln_dtype to, kiln_value *out);
+/* Rank change: the result has out_rank axes; is_new[j] != 0 marks result
+** axis j as a new broadcast axis (size 1); the others take the input's axes
+** in order. */
+KILN_API kiln_status kiln_fusion_broadcast(kiln_fusion *f, kiln_value a,
+                                           int out_rank, const uint8_t *is_new,
+                                           kiln_value *out);
+/* op is KILN_OP_SUM, KILN_OP_RMAX or KILN_OP_RMIN; axes[naxes] distinct. */
+KILN_API kiln_status kiln_fusion_reduce(kiln_fusion *f, kiln_op op,
+                                        kiln_value a, const int *axes,
+                                        int naxes, int keepdim,
+                                        kiln_value *out);
+/* 2-D [M,K] x [K,N] -> [M,N] f32; inputs f16, bf16 or f32 (same dtype). */
+KILN_API kiln_status kiln_fusion_matmul(kiln_fusion *f, kiln_value a,
+                                        kiln_value b, kiln_value *out);
+/* Mark a value as the next output. */
+KILN_API kiln_status kiln_fusion_output(kiln_fusion *f, kiln_value v);
+/* Validate and freeze.  After this no op may be added. */
+KILN_API kiln_status kiln_fusion_finalize(kiln_fusion *f);
+
+KILN_API kiln_status kiln_fusion_hash(const kiln_fusion *f, uint64_t *out);
+/* 1 when structurally equal (both finalized), else 0. */
+KILN_API int kiln_fusion_equal(const kiln_fusion *a, const kiln_fusion *b);
+KILN_API kiln_status kiln_fusion_num_inputs(const kiln_fusion *f, int *n);
+KILN_API kiln_status kiln_fusion_num_outputs(const kiln_fusion *f, int *n);
+/* dtype, rank and broadcast flags of input/output i. */
+KILN_API kiln_status kiln_fusion_io(const kiln_fusion *f, int is_output,
+                                    int i, kiln_dtype *dtype, int *rank,
+                                    uint8_t *bcast /* KILN_MAX_RANK */);
+
+/* The .kf text format (docs/fusion-format.md).  Parse returns a finalized
+** fusion; errors carry "line:column".  Print returns canonical text to be
+** freed with kiln_free. */
+KILN_API kiln_status kiln_fusion_parse(const char *text, size_t len,
+                                       kiln_fusion **out);
+KILN_API kiln_status kiln_fusion_print(const kiln_fusion *f, char **out);
+
+/* ------------------------------------------------------------------ tensor */
+
+typedef enum kiln_memory {
+    KILN_MEM_HOST = 0,
+    KILN_MEM_DEVICE = 1
+} kiln_memory;
+
+typedef struct kiln_tensor kiln_tensor;
+typedef struct kiln_context kiln_context;
+
+/* Describe a tensor.  strides are in elements (any non-negative value,
+** 0 included); NULL means contiguous row-major.  data NULL allocates
+** (host: zeroed, owned by the tensor; device: needs ctx with a device
+** backend).  Non-NULL data is borrowed: the caller keeps ownership.
+** ctx may be NULL for host tensors. */
+KILN_API kiln_status kiln_tensor_create(kiln_context *ctx, kiln_dtype dtype,
+                                        int rank, const int64_t *sizes,
+                                        const int64_t *strides,
+                                        kiln_memory mem, void *data,
+                                        kiln_tensor **out);
+KILN_API void kiln_tensor_destroy(kiln_tensor *t);
+KILN_API void *kiln_tensor_data(const kiln_tensor *t);
+KILN_API kiln_dtype kiln_tensor_dtype(const kiln_tensor *t);
+KILN_API int kiln_tensor_rank(const kiln_tensor *t);
+KILN_API const int64_t *kiln_tensor_sizes(const kiln_tensor *t);
+KILN_API const int64_t *kiln_tensor_strides(const kiln_tensor *t);
+KILN_API kiln_memory kiln_tensor_memory(const kiln_tensor *t);
+KILN_API int64_t kiln_tensor_numel(const kiln_tensor *t);
+/* Copy between host memory and a tensor's storage (host or device),
+** contiguous element order; nbytes must equal numel * dtype size. */
+KILN_API kiln_status kiln_tensor_write(kiln_context *ctx, kiln_tensor *t,
+                                       const void *src, size_t nbytes);
+KILN_API kiln_status kiln_tensor_read(kiln_context *ctx, const kiln_tensor *t,
+                                      void *dst, size_t nbytes);
+
+/* ----------------------------------------------------------------- context */
+
+typedef struct kiln_context_config {
+    size_t struct_size;
+    /* "ref", "cuda", "auto" (best usable: cuda, else ref), or a path to a
+    ** plugin shared object.  NULL means "auto". */
+    const char *backend;
+    int device;                   /* device ordinal for device backends */
+    size_t plan_cache_capacity;   /* 0: default (256) */
+    size_t kernel_cache_capacity; /* 0: default (1024) */
+    /* When use_env_override is non-zero, these strings replace the process
+    ** environment (NULL = unset); otherwise getenv() is read. */
+    int use_env_override;
+    const char *env_enable;
+    const char *env_disable;
+    const char *env_dump;
+    /* Stream for dump output (a FILE*); NULL means stderr. */
+    void *dump_stream;
+} kiln_context_config;
+
+/* Create a context.  cfg may be NULL (all defaults).  The environment is
+** read now; a malformed KILN_* variable fails creation with the parse
+** error.  An unusable backend fails with KILN_ERR_BACKEND_UNAVAILABLE and
+** the reason. */
+KILN_API kiln_status kiln_context_create(const kiln_context_config *cfg,
+                                         kiln_context **out);
+KILN_API void kiln_context_destroy(kiln_context *ctx);
+/* Re-read the environment (or the override strings).  On error the old
+** snapshot stays in force. */
+KILN_API kiln_status kiln_context_reload_env(kiln_context *ctx);
+/* Name of the backend in use ("ref", "cuda", plugin name). */
+KILN_API const char *kiln_context_backend(const kiln_context *ctx);
+/* The environment snapshot currently in force (borrowed). */
+KILN_API const kiln_options *kiln_context_env_options(const kiln_context *ctx);
+
+/* Why the named backend is not usable here ("" and KILN_OK if usable). */
+KILN_API kiln_status kiln_backend_probe(const char *backend, char *why,
+                                        size_t cap);
+
+typedef struct kiln_counters {
+    size_t struct_size;
+    uint64_t executes;
+    uint64_t plan_hits, plan_misses, plan_evictions;
+    uint64_t kernel_hits, kernel_misses, kernel_evictions;
+    uint64_t compiles;     /* backend compile calls actually made */
+    uint64_t kernel_loads; /* modules loaded onto a device */
+} kiln_counters;
+KILN_API kiln_status kiln_context_counters(const kiln_context *ctx,
+                                           kiln_counters *out);
+
+/* ----------------------------------------------------------------- execute */
+
+typedef struct kiln_exec_options {
+    size_t struct_size;
+    const char *const *enable;
+    size_t n_enable;
+    const char *const *disable;
+    size_t n_disable;
+} kiln_exec_options;
+
+typedef enum kiln_segment_kind {
+    KILN_SEG_GENERATED = 0, /* code generated by the backend */
+    KILN_SEG_FALLBACK = 1,  /* library path (e.g. cuBLAS matmul) */
+    KILN_SEG_REFERENCE = 2  /* reference implementation */
+} kiln_segment_kind;
+
+typedef struct kiln_exec_info kiln_exec_info;
+
+typedef struct kiln_segment_info {
+    size_t struct_size;
+    kiln_segment_kind kind;
+    const char *what;      /* "pointwise", "reduction", "matmul", ... */
+    uint64_t kernel_id;    /* kernel-cache key hash */
+    int kernel_hit;        /* 1 when the kernel came from the cache */
+    const char *flags;     /* backend identity: compiler flags actually used */
+    const char *path;      /* matmul path: "generated", "cublas", "ref" */
+    int device;            /* device it ran on (-1: host) */
+    double gpu_ms;         /* with enable=kernel_profile, else -1 */
+} kiln_segment_info;
+
+KILN_API kiln_status kiln_exec_info_create(kiln_exec_info **out);
+KILN_API void kiln_exec_info_destroy(kiln_exec_info *info);
+KILN_API const char *kiln_exec_info_options(const kiln_exec_info *info);
+KILN_API kiln_status kiln_exec_info_plan(const kiln_exec_info *info,
+                                         uint64_t *plan_id, int *plan_hit);
+KILN_API size_t kiln_exec_info_segment_count(const kiln_exec_info *info);
+KILN_API kiln_status kiln_exec_info_segment(const kiln_exec_info *info,
+                                            size_t i, kiln_segment_info *out);
+/* The record as JSON; free with kiln_free. */
+KILN_API kiln_status kiln_exec_info_json(const kiln_exec_info *info,
+                                         char **out);
+
+/* Run a finalized fusion.  inputs[n_inputs]; outputs[n_outputs]: a NULL
+** entry is allocated by the runtime (contiguous, in the memory space of the
+** backend, returned to the caller who destroys it).  opts may be NULL.
+** info may be NULL; when given it is overwritten with this call's record.
+** Thread-safe on one context; the options of one call never affect
+** another.  On failure no output tensor is allocated. */
+KILN_API kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
+                                  kiln_tensor *const *inputs, size_t n_inputs,
+                                  kiln_tensor **outputs, size_t n_outputs,
+                                  const kiln_exec_options *opts,
+                                  kiln_exec_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KILN_H */

@@ -1,0 +1,216 @@
+/*
+** internal.h -- declarations shared by the modules of libkiln, never
+** installed.  Internal symbols carry the prefix kiln__ (two underscores) and
+** are hidden from the shared library (-fvisibility=hidden); only KILN_API
+** symbols of kiln.h are exported.
+**
+** Module map (the path of one execute call):
+**   options.c -> fusion.c / fusion_text.c -> plan.c -> cache.c -> execute.c
+**   -> backend (backends/ref.c, backends/cuda.c, or a plugin)
+*/
+#ifndef KILN_INTERNAL_H
+#define KILN_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "kiln.h"
+#include "backend.h"
+
+/* ----------------------------------------------------------------- errors */
+
+/* Record a failure on this thread and return `s` (so callers can write
+** `return kiln__err(KILN_ERR_SHAPE, "...", ...)`). */
+kiln_status kiln__err(kiln_status s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Same, for option errors: also records source, byte offset and token. */
+kiln_status kiln__opt_err(kiln_status s, const char *source, long offset,
+                          const char *token, size_t token_len,
+                          const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* Clear the thread's last error (called on entry of public functions that
+** succeed, so kiln_last_error() reflects the last failure only). */
+void kiln__err_clear(void);
+
+/* ------------------------------------------------------ memory + faults */
+
+/* All heap memory goes through these, so tests can fail the Nth call.
+** kiln__fault_after(n): the (n+1)-th allocation from now on this thread
+** fails; -1 switches injection off.  Returns the number of allocations
+** made since the last call (for sizing fault loops). */
+void *kiln__malloc(size_t n);
+void *kiln__calloc(size_t count, size_t size);
+void *kiln__realloc(void *p, size_t n);
+char *kiln__strdup(const char *s);
+char *kiln__strndup(const char *s, size_t n);
+void kiln__free(void *p);
+long kiln__fault_after(long n);
+
+/* ---------------------------------------------------------------- helpers */
+
+uint64_t kiln__fnv1a(const void *data, size_t n, uint64_t seed);
+#define KILN_FNV_SEED 0xcbf29ce484222325ULL
+
+/* A growable string buffer.  On allocation failure `failed` is set and
+** further appends are ignored; the caller checks it once at the end. */
+typedef struct kiln_buf {
+    char *data;
+    size_t len, cap;
+    int failed;
+} kiln_buf;
+void kiln__buf_add(kiln_buf *b, const char *s, size_t n);
+void kiln__buf_puts(kiln_buf *b, const char *s);
+void kiln__buf_printf(kiln_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void kiln__buf_free(kiln_buf *b);
+
+/* ---------------------------------------------------------------- options */
+
+/* The option catalogue: X(ID, name, set, arg, level, vocab, int_default,
+** implemented, description).  This table is the single source of truth;
+** options.c expands it into the public catalogue, docs/options.md is
+** checked against it (make docs-check), and testgen reads it through
+** `kiln options --catalogue-json`. */
+#define KILN_OPTION_TABLE(X)                                                   \
+    X(EN_FAST_MATH, "fast_math", KILN_SET_ENABLE, KILN_ARG_NONE,               \
+      KILN_LEVEL_KERNEL, NULL, 0, 1,                                           \
+      "compile with --use_fast_math (approximate transcendentals, FTZ)")       \
+    X(EN_FUSE_MATMUL, "fuse_matmul", KILN_SET_ENABLE, KILN_ARG_NONE,           \
+      KILN_LEVEL_PLAN, NULL, 0, 1,                                             \
+      "matmul and its pointwise epilogue become one generated kernel")         \
+    X(EN_KERNEL_DB, "kernel_db", KILN_SET_ENABLE, KILN_ARG_NONE,               \
+      KILN_LEVEL_NONE, NULL, 0, 0,                                             \
+      "use the persistent on-disk kernel cache")                               \
+    X(EN_KERNEL_DEBUG, "kernel_debug", KILN_SET_ENABLE, KILN_ARG_NONE,         \
+      KILN_LEVEL_KERNEL, NULL, 0, 1, "compile kernels with -G")                \
+    X(EN_KERNEL_LINEINFO, "kernel_lineinfo", KILN_SET_ENABLE, KILN_ARG_NONE,   \
+      KILN_LEVEL_KERNEL, NULL, 0, 1, "compile kernels with -lineinfo")         \
+    X(EN_KERNEL_PROFILE, "kernel_profile", KILN_SET_ENABLE, KILN_ARG_NONE,     \
+      KILN_LEVEL_NONE, NULL, 0, 1,                                             \
+      "record per-segment GPU times in the execute info")                      \
+    X(EN_WARN_REGISTER_SPILL, "warn_register_spill", KILN_SET_ENABLE,          \
+      KILN_ARG_INT, KILN_LEVEL_NONE, NULL, 0, 1,                               \
+      "warn when a kernel spills more than N bytes (default 0)")               \
+    X(DIS_COMPILE_TO_SASS, "compile_to_sass", KILN_SET_DISABLE, KILN_ARG_NONE, \
+      KILN_LEVEL_KERNEL, NULL, 0, 1,                                           \
+      "keep PTX and let the driver JIT it instead of loading a cubin")         \
+    X(DIS_EXPR_SIMPLIFY, "expr_simplify", KILN_SET_DISABLE, KILN_ARG_NAMES,    \
+      KILN_LEVEL_KERNEL, kiln__simplify_passes, 0, 1,                          \
+      "switch off the named codegen simplification passes (all if no list)")   \
+    X(DIS_FALLBACK, "fallback", KILN_SET_DISABLE, KILN_ARG_NONE,               \
+      KILN_LEVEL_PLAN, NULL, 0, 1,                                             \
+      "a needed fallback path is an error instead of running")                 \
+    X(DIS_FMA, "fma", KILN_SET_DISABLE, KILN_ARG_NONE, KILN_LEVEL_KERNEL,      \
+      NULL, 0, 1, "no contraction: every mul and add is rounded separately")   \
+    X(DIS_KERNEL_REUSE, "kernel_reuse", KILN_SET_DISABLE, KILN_ARG_NONE,       \
+      KILN_LEVEL_PLAN, NULL, 0, 1,                                             \
+      "exact input sizes join the plan key: no reuse across shapes")           \
+    X(DIS_MATMUL_EXPR_EVAL, "matmul_expr_eval", KILN_SET_DISABLE,              \
+      KILN_ARG_NONE, KILN_LEVEL_PLAN, NULL, 0, 1,                              \
+      "matmul runs as a generated standalone kernel, not the library path")   \
+    X(DIS_NVRTC_CACHING, "nvrtc_caching", KILN_SET_DISABLE, KILN_ARG_NONE,     \
+      KILN_LEVEL_NONE, NULL, 0, 1,                                             \
+      "always recompile, even when the kernel is cached")                     \
+    X(DIS_PARALLEL_COMPILE, "parallel_compile", KILN_SET_DISABLE,              \
+      KILN_ARG_NONE, KILN_LEVEL_NONE, NULL, 0, 1,                              \
+      "compile segments one at a time")                                        \
+    X(DUMP_CACHE, "cache", KILN_SET_DUMP, KILN_ARG_NONE, KILN_LEVEL_NONE,      \
+      NULL, 0, 1, "print plan/kernel cache hits, misses and evictions")       \
+    X(DUMP_CUDA_KERNEL, "cuda_kernel", KILN_SET_DUMP, KILN_ARG_NONE,           \
+      KILN_LEVEL_NONE, NULL, 0, 1, "print the generated source of each kernel") \
+    X(DUMP_FUSION_IR, "fusion_ir", KILN_SET_DUMP, KILN_ARG_NONE,               \
+      KILN_LEVEL_NONE, NULL, 0, 1, "print the fusion and its segments")        \
+    X(DUMP_LAUNCH_PARAMS, "launch_params", KILN_SET_DUMP, KILN_ARG_NONE,       \
+      KILN_LEVEL_NONE, NULL, 0, 1, "print each launch's domain and views")    \
+    X(DUMP_OPTIONS, "options", KILN_SET_DUMP, KILN_ARG_NONE, KILN_LEVEL_NONE,  \
+      NULL, 0, 1, "print the effective canonical options of each execute")
+
+enum kiln__opt_id {
+#define KILN_X_(id, name, set, arg, level, vocab, def, impl, desc) KOPT_##id,
+    KILN_OPTION_TABLE(KILN_X_)
+#undef KILN_X_
+        KOPT_COUNT
+};
+
+/* The codegen simplification passes (vocabulary of expr_simplify), sorted
+** bytewise; NULL-terminated.  Bit i of simplify masks = word i. */
+extern const char *const kiln__simplify_passes[];
+
+/* The effective option set: a plain value, copied per call. */
+struct kiln_options {
+    uint64_t on;                /* bit KOPT_x: option x is on */
+    uint64_t has_list;          /* bit KOPT_x: an explicit list was given */
+    uint64_t arg[KOPT_COUNT];   /* INT: the value; NAMES: word bit mask */
+};
+
+static inline int kiln__opt_on(const struct kiln_options *o, int id)
+{
+    return (int)((o->on >> id) & 1u);
+}
+
+/* Apply one execute element without allocating (the execute hot path). */
+kiln_status kiln__options_apply_item(struct kiln_options *o, kiln_opt_set set,
+                                     const char *item, size_t index);
+/* Decode the kernel-level options for a backend; `canonical` points into
+** storage owned by the caller (buf, cap). */
+kiln_status kiln__kernel_options(const struct kiln_options *o,
+                                 kiln_kernel_options *ko, char *buf,
+                                 size_t cap);
+/* Canonical text of one level into a kiln_buf (appends). */
+void kiln__options_canonical_buf(const struct kiln_options *o,
+                                 kiln_level level, kiln_buf *b);
+
+/* ----------------------------------------------------------------- fusion */
+
+/* A fusion is an array of IR nodes in topological order (backend.h's
+** kiln_ir_node, with rank/bcast describing each value's declared shape),
+** plus the lists of input and output node ids.  Invariant once finalized:
+** nodes[i].args[j] < i, every input appears once in `inputs` in
+** declaration order, and `hash` is the structural hash. */
+struct kiln_fusion {
+    kiln_ir_node *nodes;
+    uint32_t n_nodes, cap_nodes;
+    int32_t *inputs;
+    uint32_t n_inputs, cap_inputs;
+    int32_t *outputs;
+    uint32_t n_outputs, cap_outputs;
+    int finalized;
+    uint64_t hash;
+};
+
+/* Op table row (fusion.c): the single source of truth for ops. */
+typedef struct kiln_op_info {
+    const char *name;
+    int arity;
+    char kind;            /* as in KILN_OP_TABLE */
+    uint32_t accepts;     /* bit per kiln_dtype accepted (first operand) */
+    int result;           /* result dtype, or -1 = same as operand */
+} kiln_op_info;
+const kiln_op_info *kiln__op_info(kiln_op op);
+
+/* Concrete shapes of every node of a finalized fusion for the given input
+** sizes (validates ranks, dtypes, broadcast axes and size agreement).
+** shapes must hold f->n_nodes rows of KILN_MAX_RANK. */
+kiln_status kiln__fusion_shapes(const kiln_fusion *f,
+                                kiln_tensor *const *inputs, size_t n_inputs,
+                                int64_t (*shapes)[KILN_MAX_RANK]);
+
+/* ----------------------------------------------------------------- tensor */
+
+struct kiln_tensor {
+    kiln_dtype dtype;
+    int rank;
+    int64_t sizes[KILN_MAX_RANK];
+    int64_t strides[KILN_MAX_RANK];
+    kiln_memory mem;
+    void *data;
+    int owned;                 /* data is freed with the tensor */
+    kiln_context *ctx;         /* for device frees */
+};
+
+/* Built-in backends. */
+const kiln_backend *kiln__backend_ref(void);
+const kiln_backend *kiln__backend_cuda(void);
+
+#endif /* KILN_INTERNAL_H */
