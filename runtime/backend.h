@@ -59,6 +59,11 @@ typedef enum kiln_ir_segment_kind {
     KILN_SEGK_MATMUL_FALLBACK = 4   /* library / reference matmul */
 } kiln_ir_segment_kind;
 
+/* Traits of a segment input/output view, fixed by the plan's input
+** signature (so they are part of the kernel key). */
+#define KILN_TRAIT_CONTIG 1u  /* dense row-major over its domain, no stride 0 */
+#define KILN_TRAIT_ALIGN16 2u /* data address is a multiple of 16 bytes */
+
 typedef struct kiln_ir_segment {
     uint32_t struct_size;
     uint32_t kind;              /* kiln_ir_segment_kind */
@@ -67,6 +72,9 @@ typedef struct kiln_ir_segment {
     uint32_t n_inputs;          /* INPUT nodes carry io = 0..n_inputs-1 */
     const int32_t *outputs;     /* node indices of the segment outputs */
     uint32_t n_outputs;
+    const uint32_t *input_traits;  /* n_inputs KILN_TRAIT_* masks */
+    const uint32_t *output_traits; /* n_outputs KILN_TRAIT_* masks */
+    uint32_t index64;           /* 1: extents/offsets may need 64-bit indices */
 } kiln_ir_segment;
 
 /* The kernel-level options, decoded for the backend.  `canonical` is the
