@@ -127,17 +127,17 @@ test-unit: $(BUILD)/unit_tests
 	  KILN_BIN=$(abspath $(BUILD)/kiln) $(BUILD)/unit_tests
 
 test-asan:
-	$(MAKE) -j$(JOBS) BUILD=build/asan SAN=asan all unit
+	$(MAKE) -j$(JOBS) BUILD=$(BUILD)/asan SAN=asan all unit
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  KILN_TEST_PLUGIN=$(abspath build/asan/plugins/libkiln_test_plugin.so) \
-	  KILN_BIN=$(abspath build/asan/kiln) build/asan/unit_tests
+	  KILN_TEST_PLUGIN=$(abspath $(BUILD)/asan/plugins/libkiln_test_plugin.so) \
+	  KILN_BIN=$(abspath $(BUILD)/asan/kiln) $(BUILD)/asan/unit_tests
 
 # ThreadSanitizer: the suites whose names start with "threads".
 test-tsan:
-	$(MAKE) -j$(JOBS) BUILD=build/tsan SAN=tsan unit
+	$(MAKE) -j$(JOBS) BUILD=$(BUILD)/tsan SAN=tsan unit
 	TSAN_OPTIONS=halt_on_error=1 KILN_TEST_FILTER=threads \
-	  KILN_TEST_PLUGIN=$(abspath build/tsan/plugins/libkiln_test_plugin.so) \
-	  build/tsan/unit_tests
+	  KILN_TEST_PLUGIN=$(abspath $(BUILD)/tsan/plugins/libkiln_test_plugin.so) \
+	  $(BUILD)/tsan/unit_tests
 
 valgrind: all
 	@if [ -f scripts/valgrind.sh ]; then bash scripts/valgrind.sh $(BUILD); \
@@ -207,7 +207,7 @@ coverage:
 gpu-bundle: all unit plugins mutants-build
 	rm -rf carry && mkdir -p carry
 	cp -r $(BUILD) carry/build
-	rm -rf carry/build/asan carry/build/tsan carry/build/cov carry/build/obj
+	rm -rf carry/build/asan carry/build/tsan carry/build/cov carry/build/obj carry/build/h*
 	@echo "gpu-bundle: carry/ ready ($$(du -sh carry | cut -f1))"
 
 deps:
