@@ -111,6 +111,7 @@ mutants-build: $(MUTANT_SRC:conformance/mutants/%.c=$(BUILD)/mutants/%.so)
 test:
 	$(MAKE) -j$(JOBS) all unit
 	$(MAKE) docs-check
+	$(MAKE) ci-check
 	$(MAKE) testgen-check
 	$(MAKE) test-unit
 	$(MAKE) test-asan
@@ -162,6 +163,9 @@ examples: all
 
 docs-check: all
 	$(PYTHON) scripts/docs_check.py $(BUILD)/kiln
+
+ci-check:
+	$(PYTHON) ci/test_trigger.py
 
 testgen:
 	@if [ -f testgen/generate.py ]; then $(PYTHON) testgen/generate.py --out conformance/vectors; \
