@@ -23,6 +23,13 @@
 **   - contraction has already been applied: an FMA node must be computed
 **     with one rounding (fma), and a MUL feeding an ADD must be rounded
 **     separately.
+**   - every non-INPUT node has rank r (the segment's domain rank); a CONST
+**     node is a scalar: rank r with every axis marked in `bcast`; a CAST
+**     may have equal source and result dtypes (a plain copy: the planner
+**     uses it when a segment output is an input or a constant);
+**   - INPUT nodes of pointwise/reduction segments have rank r too (their
+**     view over D or over the keepdim domain); the REDUCE node always has
+**     KILN_IR_KEEPDIM set (the segment is always in keepdim form).
 ** Invariant: node args always refer to earlier nodes (topological order).
 */
 #ifndef KILN_BACKEND_H
