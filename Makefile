@@ -187,7 +187,8 @@ fuzz:
 	@mkdir -p build/fuzz
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
-	  tests/fuzz/fuzz_options.c $(LIB_SRC) -ldl -lm -lpthread -o build/fuzz/fuzz_options
+	  tests/fuzz/fuzz_options.c runtime/status.c runtime/options.c \
+	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_options
 	@mkdir -p build/fuzz/corpus
 	cp -n tests/fuzz/corpus/* build/fuzz/corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_options -max_total_time=$${FUZZ_SECONDS:-60} \
