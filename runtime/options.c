@@ -15,6 +15,10 @@
 **     target set (env strings are parsed into a local copy first);
 **   - among the errors of one item the one at the smallest byte offset is
 **     reported; at equal offsets a syntax error wins over an argument error.
+**     The token of a syntax error is the one byte at its offset ("" at the
+**     end), of an unknown name the name, of an argument error the argument
+**     ("(" for an argument list on an option that takes none), of an
+**     element error the "," after the first item ("" for an empty element).
 **     Items are processed in order, so the first error in the string wins;
 **   - canonical text depends only on the struct value, and equal canonical
 **     text means equal behaviour (bare expr_simplify = "all passes").
@@ -184,8 +188,8 @@ static int parse_item(const char *s, size_t n, size_t pos, kiln_opt_set set,
     while (i < n && !is_delim((unsigned char)s[i]))
         i++;
     if (i == pos) { /* empty name */
-        if (i == n || s[i] == ',')
-            set_err(e, PE_EMPTY, pos, 0, -1);
+        if (i == n || s[i] == ',') /* token: the "," there */
+            set_err(e, PE_EMPTY, pos, i < n, -1);
         else
             set_err(e, PE_NAME_EXPECT, pos, 1, -1);
         return 1;
@@ -388,8 +392,9 @@ static kiln_status report(const perr *e, const char *src, const char *s,
     quote(&m, tok, e->tok_len);
     switch (e->kind) {
     case PE_EMPTY:
-        mb_printf(&m, " (empty item: items are separated by single commas; "
-                      "one trailing comma is allowed)");
+        mb_printf(&m, " where an option name was expected (empty item: items "
+                      "are separated by single commas; one trailing comma is "
+                      "allowed)");
         break;
     case PE_NAME_EXPECT:
         mb_printf(&m, " where an option name was expected");
