@@ -1,11 +1,182 @@
-/* cmd_fusion.c -- `kiln fusion` (placeholder until its step lands). */
+/*
+** cmd_fusion.c -- `kiln fusion`: validate a .kf fusion and print its
+** canonical text and structural hash; `--op-table-json` prints the op table
+** (runtime/fusion.c, the single source of truth) for the docs check and the
+** vector generator.  docs/fusion-format.md documents both.
+**
+** Exit status: 0 valid, 1 invalid fusion or unreadable file (message on
+** stderr as FILE:LINE:COL: message), 2 usage error.
+*/
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
 #include "cli/cli.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: kiln fusion [--hash-only] FILE.kf\n"
+            "       kiln fusion --op-table-json\n"
+            "\n"
+            "Validate a fusion in the .kf text format (docs/fusion-format.md).\n"
+            "FILE may be \"-\" for standard input.  On success the canonical\n"
+            "text is printed, then a line `hash 0x<16 hex digits>` with the\n"
+            "structural hash.\n"
+            "\n"
+            "options:\n"
+            "  --hash-only      print only the hash, as 0x<16 hex digits>\n"
+            "  --op-table-json  print the op table as JSON (name, arity, kind,\n"
+            "                   accepted dtypes, result) and exit\n"
+            "  -h, --help       this text\n"
+            "\n"
+            "exit status: 0 valid, 1 invalid fusion (FILE:LINE:COL: message on\n"
+            "stderr) or unreadable file, 2 usage error\n");
+}
+
+/* Read all of `fp` into a malloc'ed buffer; NULL on failure. */
+static char *slurp(FILE *fp, size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    if (buf == NULL)
+        return NULL;
+    for (;;) {
+        if (n == cap) {
+            char *p = realloc(buf, cap * 2);
+            if (p == NULL) {
+                free(buf);
+                return NULL;
+            }
+            buf = p;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, fp);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(fp)) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+/* The result column of the op table: a dtype, "same" or "given". */
+static const char *result_text(int result)
+{
+    if (result == -1)
+        return "same";
+    if (result == -2)
+        return "given";
+    const char *n = kiln_dtype_name((kiln_dtype)result);
+    return n ? n : "?";
+}
+
+static int op_table_json(void)
+{
+    printf("{\n \"ops\": [\n");
+    for (int op = 0; op < KILN_OP_COUNT; op++) {
+        const kiln_op_info *r = kiln__op_info((kiln_op)op);
+        printf("  {\"name\": \"%s\", \"arity\": %d, \"kind\": \"%c\", "
+               "\"dtypes\": [",
+               r->name, r->arity, r->kind);
+        int first = 1;
+        for (int t = 0; t < KILN_DTYPE_COUNT; t++)
+            if (r->accepts & (1u << t)) {
+                printf("%s\"%s\"", first ? "" : ", ",
+                       kiln_dtype_name((kiln_dtype)t));
+                first = 0;
+            }
+        printf("], \"result\": \"%s\"}%s\n", result_text(r->result),
+               op + 1 < KILN_OP_COUNT ? "," : "");
+    }
+    printf(" ]\n}\n");
+    return 0;
+}
 
 int kiln_cmd_fusion(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "kiln fusion: not implemented in this build\n");
-    return 2;
+    if (kiln_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
+    int hash_only = 0, table = 0, opts_done = 0;
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!opts_done && strcmp(a, "--") == 0) {
+            opts_done = 1;
+        } else if (!opts_done && strcmp(a, "--hash-only") == 0) {
+            hash_only = 1;
+        } else if (!opts_done && strcmp(a, "--op-table-json") == 0) {
+            table = 1;
+        } else if (!opts_done && a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "kiln fusion: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        } else if (path == NULL) {
+            path = a;
+        } else {
+            fprintf(stderr, "kiln fusion: more than one FILE given ('%s')\n",
+                    a);
+            return 2;
+        }
+    }
+    if (table) {
+        if (path != NULL || hash_only) {
+            fprintf(stderr, "kiln fusion: --op-table-json takes no other "
+                            "argument\n");
+            return 2;
+        }
+        return op_table_json();
+    }
+    if (path == NULL) {
+        fprintf(stderr, "kiln fusion: missing FILE (use - for stdin)\n");
+        usage(stderr);
+        return 2;
+    }
+    int is_stdin = strcmp(path, "-") == 0;
+    const char *shown = is_stdin ? "<stdin>" : path;
+    FILE *fp = is_stdin ? stdin : fopen(path, "rb");
+    if (fp == NULL) {
+        fprintf(stderr, "kiln fusion: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    size_t len = 0;
+    char *text = slurp(fp, &len);
+    int read_errno = errno;
+    if (!is_stdin)
+        fclose(fp);
+    if (text == NULL) {
+        fprintf(stderr, "kiln fusion: %s: read failed: %s\n", shown,
+                strerror(read_errno));
+        return 1;
+    }
+    kiln_fusion *f = NULL;
+    kiln_status s = kiln_fusion_parse(text, len, &f);
+    free(text);
+    if (s != KILN_OK) {
+        fprintf(stderr, "%s:%s\n", shown, kiln_last_error());
+        return 1;
+    }
+    uint64_t h = 0;
+    char *canon = NULL;
+    if ((s = kiln_fusion_hash(f, &h)) != KILN_OK ||
+        (!hash_only && (s = kiln_fusion_print(f, &canon)) != KILN_OK)) {
+        fprintf(stderr, "kiln fusion: %s: %s\n", shown, kiln_last_error());
+        kiln_fusion_destroy(f);
+        return 1;
+    }
+    if (hash_only)
+        printf("0x%016llx\n", (unsigned long long)h);
+    else
+        printf("%shash 0x%016llx\n", canon, (unsigned long long)h);
+    kiln_free(canon);
+    kiln_fusion_destroy(f);
+    return 0;
 }
