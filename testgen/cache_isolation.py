@@ -1,0 +1,490 @@
+"""Category cache.isolation: executes of one fusion with changing options,
+inputs and shapes; each step states its outputs and plan/kernel hit or miss.
+
+Each test runs on a fresh context (so its first step misses both caches).
+Expected semantics (docs/conformance.md):
+  first run: plan miss, kernels miss; same options again: hit/hit, 0 compiles;
+  a none-level option change: hit/hit, 0 compiles; a kernel-level change:
+  plan hit, kernels miss; back to earlier options: hit/hit; a plan-level
+  change: plan miss (kernels "any": a new plan may find its kernels cached);
+  a new input size: plan hit by default (sizes are not in the key), plan miss
+  under disable=kernel_reuse; a non-contiguous input: plan miss (contiguity
+  is in the input signature).
+The flagship test catches nvFuser's flaw from outputs alone: a*b+c in f32 is
+contracted by default (fma: one rounding) and separately rounded under
+disable=fma; the inputs make the two differ in every element, so a runtime
+that reuses the first kernel fails on the outputs, not only on counters.
+"""
+
+import random
+from fractions import Fraction
+
+import fp
+import kf
+from vecfile import VectorFile
+
+NOTES = {
+    "NvFuserFlaw": "a*b+c with default options (contracted to fma), then "
+                   "disable=fma, then default again, on inputs where the two "
+                   "roundings differ in every element: reusing a kernel "
+                   "across kernel-level options fails on outputs.",
+    "KernelLevel": "A kernel-level option changes: plan hit, kernels miss.",
+    "NoneLevel": "A none-level option changes: plan hit, kernels hit, no "
+                 "compiles.",
+    "PlanLevel": "A plan-level option changes: plan miss.",
+    "Return": "Back to options used earlier: plan hit, kernels hit.",
+    "Shape": "A new input size: plan hit by default; miss under "
+             "disable=kernel_reuse.",
+    "Layout": "A non-contiguous input changes the input signature: plan "
+              "miss.",
+    "FastMath": "enable=fast_math: outputs checked with the fast_math bounds "
+                "(ftz); the precise step after it must meet the default "
+                "bound, which a reused fast kernel would exceed.",
+    "Env": "Options come from the environment too.",
+    "Concurrent": "Steps run concurrently by several threads on one context; "
+                  "outputs checked, hit/miss not checked.",
+    "Matmul": "Matmul paths chosen by plan-level options.",
+    "MultiSegment": "A fusion with several segments.",
+}
+
+FMA_KF = None
+
+
+def _out(dt, shape, values, check, period=None):
+    t = {"dtype": dt, "shape": list(shape)}
+    numel = 1
+    for s in shape:
+        numel *= s
+    head = kf.periodic(values, period) if period else None
+    if head is not None:
+        t["data"] = {"repeat": kf.hexlist(head, dt), "count": numel}
+    else:
+        t["data"] = kf.hexlist(values, dt)
+    t["check"] = dict(check)
+    return t
+
+
+def _rand_f(rng, dt, lo=-4.0, hi=4.0):
+    return fp.rnd(rng.uniform(lo, hi), dt)
+
+
+def flaw_inputs(rng, dt, n, period=61):
+    """a, b, c where fma(a,b,c) != round(round(a*b)+c) in every element.
+    More than 256 elements repeat a pattern of `period` elements."""
+    if n > 256:
+        a, b, c = flaw_inputs(rng, dt, period)
+        return (kf.expand_repeat(a, n), kf.expand_repeat(b, n),
+                kf.expand_repeat(c, n))
+    a, b, c = [], [], []
+    while len(a) < n:
+        x = _rand_f(rng, dt, 1.0, 2.0) * rng.choice((1, -1, 4, -0.25))
+        y = _rand_f(rng, dt, 1.0, 2.0) * rng.choice((1, -1, 2, -0.5))
+        p = Fraction(x) * Fraction(y)
+        pr = fp.round_q(p, dt)
+        if len(a) % 2 == 0:
+            z = -pr                                  # fma: residual; sep: 0
+        else:
+            z = fp.rnd(-float(pr) * rng.uniform(0.3, 0.9), dt)
+        fused = fp.round_q(p + Fraction(z), dt)
+        sep = kf._add(pr, z, dt)
+        if fp.encode(fused, dt) == fp.encode(sep, dt):
+            continue
+        a.append(x)
+        b.append(y)
+        c.append(z)
+    return a, b, c
+
+
+class Seq:
+    """Builds the steps of one test, computing expected outputs."""
+
+    def __init__(self, graph, env=None):
+        self.g = graph
+        self.env = env or {}
+        self.steps = []
+        self.period = 61
+
+    def step(self, enable, disable, inputs, expect, check=None,
+             shapes=None, strides=None, period=None):
+        """inputs: list of (dt, shape, values); check: per-output check or
+        a function(out_index, input values, outputs) -> check."""
+        env_dis = [x for x in (self.env.get("disable") or "").split(",") if x]
+        dis = list(disable) + env_dis
+        outs = self.g.evaluate([(s, v) for _, s, v in inputs], disable=dis)
+        if period is None and max(len(v) for _, _, v in inputs) > 256:
+            period = self.period
+        jin = []
+        for i, (dt, s, v) in enumerate(inputs):
+            st = strides[i] if strides else None
+            head = kf.periodic(v, period) if period and not st else None
+            if head is not None:
+                jin.append(kf.repeat_tensor(dt, s, head))
+            else:
+                jin.append(kf.tensor(dt, s, v, strides=st))
+        jout = []
+        for k, (s, v) in enumerate(outs):
+            dt = self.g.nodes[self.g.outputs[k]].dtype
+            c = check(k, inputs, v) if callable(check) else (
+                check or {"kind": "exact"})
+            jout.append(_out(dt, s, v, c, period))
+        self.steps.append({"enable": list(enable), "disable": list(disable),
+                           "inputs": jin, "outputs": jout,
+                           "expect": dict(expect)})
+        return self
+
+
+MISS = {"plan": "miss", "kernels": "miss"}
+HITS = {"plan": "hit", "kernels": "hit", "compiles": 0}
+KMISS = {"plan": "hit", "kernels": "miss"}
+PMISS = {"plan": "miss", "kernels": "any"}
+PHIT = {"plan": "hit", "kernels": "any"}
+
+
+def fma_graph(dt, rank=1):
+    g = kf.Graph()
+    ax = "?" * rank
+    a = g.input(dt, ax)
+    b = g.input(dt, ax)
+    c = g.input(dt, ax)
+    g.output(g.op("add", g.op("mul", a, b), c))
+    return g
+
+
+def build():
+    vf = VectorFile("cache.isolation", NOTES)
+    rng = random.Random(4242)
+
+    def add(group, comment, flags, seq, threads=None):
+        t = {"comment": comment, "flags": flags, "result": "valid",
+             "fusion": seq.g.text(), "steps": seq.steps}
+        if seq.env:
+            t["env"] = dict({"enable": None, "disable": None, "dump": None},
+                            **seq.env)
+        if threads:
+            t["threads"] = threads
+            t["concurrent"] = True
+        vf.add("CacheIsolation", group, t)
+
+    # ---------------------------------------------- the nvFuser flaw
+    for dt in ("f32", "f64"):
+        for n in (1, 37, 256, 5000):
+            a, b, c = flaw_inputs(rng, dt, n)
+            ins = [(dt, [n], a), (dt, [n], b), (dt, [n], c)]
+            g = fma_graph(dt)
+            s = Seq(g)
+            s.step([], [], ins, MISS)
+            s.step([], ["fma"], ins, KMISS)
+            s.step([], [], ins, HITS)
+            s.step([], ["fma"], ins, HITS)
+            add("nvFuser flaw: contraction vs disable=fma",
+                "%s a*b+c, %d elements: default, disable=fma, default, "
+                "disable=fma" % (dt, n), ["NvFuserFlaw", "KernelLevel",
+                                          "Return"], s)
+        a, b, c = flaw_inputs(rng, dt, 48)
+        ins = [(dt, [48], a), (dt, [48], b), (dt, [48], c)]
+        s = Seq(fma_graph(dt))
+        s.step([], ["fma"], ins, MISS).step([], [], ins, KMISS)
+        s.step([], ["fma"], ins, HITS).step([], [], ins, HITS)
+        add("nvFuser flaw: contraction vs disable=fma",
+            "%s a*b+c: disable=fma first, then default" % dt,
+            ["NvFuserFlaw", "KernelLevel", "Return"], s)
+        # other kernel-level options change nothing numerically but must
+        # not bring back a contracted kernel under disable=fma
+        s = Seq(fma_graph(dt))
+        s.step([], [], ins, MISS)
+        s.step(["kernel_lineinfo"], ["fma"], ins, KMISS)
+        s.step(["kernel_lineinfo"], [], ins, KMISS)
+        s.step([], ["fma", "expr_simplify"], ins, KMISS)
+        s.step([], ["fma"], ins, KMISS)
+        s.step([], [], ins, HITS)
+        add("nvFuser flaw: contraction vs disable=fma",
+            "%s a*b+c: disable=fma combined with other kernel options" % dt,
+            ["NvFuserFlaw", "KernelLevel", "Return"], s)
+        # 2-D with a broadcast operand
+        a, b, c = flaw_inputs(rng, dt, 24)
+        g = kf.Graph()
+        x = g.input(dt, "??")
+        y = g.input(dt, "1?")
+        z = g.input(dt, "??")
+        g.output(g.op("add", z, g.op("mul", x, y)))
+        bb = b[:6]
+        # recompute c so rows differ for the broadcast b
+        cc = []
+        for i in range(24):
+            p = Fraction(a[i]) * Fraction(bb[i % 6])
+            cc.append(-fp.round_q(p, dt) if i % 2 == 0 else
+                      fp.rnd(-float(fp.round_q(p, dt)) * 0.7, dt))
+        ins = [(dt, [4, 6], a), (dt, [1, 6], bb), (dt, [4, 6], cc)]
+        s = Seq(g)
+        s.step([], [], ins, MISS).step([], ["fma"], ins, KMISS)
+        s.step([], [], ins, HITS)
+        add("nvFuser flaw: contraction vs disable=fma",
+            "%s c + a*b (rhs contraction) with a broadcast operand" % dt,
+            ["NvFuserFlaw", "KernelLevel", "Return"], s)
+        # env disable=fma: execute cannot switch it back on
+        a, b, c = flaw_inputs(rng, dt, 16)
+        ins = [(dt, [16], a), (dt, [16], b), (dt, [16], c)]
+        s = Seq(fma_graph(dt), env={"disable": "fma"})
+        s.step([], [], ins, MISS).step(["fast_math"], [], ins, KMISS,
+                                       check={"kind": "exact", "ftz": True})
+        s.step([], [], ins, HITS)
+        add("environment", "%s a*b+c under KILN_DISABLE=fma" % dt,
+            ["NvFuserFlaw", "Env"], s)
+        s = Seq(fma_graph(dt), env={"enable": "kernel_profile"})
+        s.step([], [], ins, MISS).step([], ["fma"], ins, KMISS)
+        s.step([], [], ins, HITS)
+        add("environment", "%s a*b+c under KILN_ENABLE=kernel_profile" % dt,
+            ["NvFuserFlaw", "Env", "NoneLevel"], s)
+
+    # ---------------------------------------------- kernel-level options
+    kernel_opts = [(["fast_math"], []), (["kernel_lineinfo"], []),
+                   (["kernel_debug"], []), ([], ["fma"]),
+                   ([], ["compile_to_sass"]), ([], ["expr_simplify"]),
+                   ([], ["expr_simplify(cse)"]),
+                   ([], ["expr_simplify(fold,index)"])]
+    for dt in ("f32", "f64"):
+        for en, dis in kernel_opts:
+            a, b, c = flaw_inputs(rng, dt, 40)
+            ins = [(dt, [5, 8], a), (dt, [5, 8], b), (dt, [5, 8], c)]
+            s = Seq(fma_graph(dt, 2))
+            chk = {"kind": "exact", "ftz": True} if en == ["fast_math"] \
+                else None
+            s.step([], [], ins, MISS)
+            s.step(en, dis, ins, KMISS, check=chk)
+            s.step([], [], ins, HITS)
+            s.step(en, dis, ins, HITS, check=chk)
+            add("kernel-level options", "%s: %r %r is kernel-level"
+                % (dt, en, dis), ["KernelLevel", "Return"], s)
+    # two kernel-level variants of one option are different kernels
+    a, b, c = flaw_inputs(rng, "f32", 20)
+    ins = [("f32", [20], a), ("f32", [20], b), ("f32", [20], c)]
+    s = Seq(fma_graph("f32"))
+    s.step([], ["expr_simplify(cse)"], ins, MISS)
+    s.step([], ["expr_simplify(fold)"], ins, KMISS)
+    s.step([], ["expr_simplify(cse,cse)"], ins, HITS)
+    s.step([], ["expr_simplify"], ins, KMISS)
+    s.step([], ["expr_simplify(cse,fold,identity,index,strength)"], ins,
+           {"plan": "hit", "kernels": "any"})
+    add("kernel-level options", "expr_simplify argument lists are part of "
+        "the kernel key", ["KernelLevel", "Return"], s)
+
+    # ---------------------------------------------- none-level options
+    none_opts = [(["kernel_profile"], []), (["warn_register_spill"], []),
+                 (["warn_register_spill(128)"], []),
+                 ([], ["parallel_compile"]),
+                 (["kernel_profile", "warn_register_spill(7)"],
+                  ["parallel_compile"])]
+    for dt in ("f32", "f64"):
+        for en, dis in none_opts:
+            a, b, c = flaw_inputs(rng, dt, 33)
+            ins = [(dt, [33], a), (dt, [33], b), (dt, [33], c)]
+            s = Seq(fma_graph(dt))
+            s.step([], [], ins, MISS)
+            s.step(en, dis, ins, HITS)
+            s.step(en, dis + ["fma"], ins, KMISS)
+            s.step([], ["fma"], ins, HITS)
+            s.step(en, dis, ins, HITS)
+            add("none-level options", "%s: %r %r must not recompile"
+                % (dt, en, dis), ["NoneLevel", "KernelLevel", "Return"], s)
+    s = Seq(fma_graph("f32"))
+    a, b, c = flaw_inputs(rng, "f32", 9)
+    ins = [("f32", [9], a), ("f32", [9], b), ("f32", [9], c)]
+    s.step([], [], ins, MISS)
+    s.step([], ["nvrtc_caching"], ins, {"plan": "hit", "kernels": "any"})
+    s.step([], ["nvrtc_caching", "fma"], ins,
+           {"plan": "hit", "kernels": "any"})
+    s.step([], [], ins, HITS)
+    add("none-level options", "disable=nvrtc_caching may recompile but "
+        "never changes the kernel chosen", ["NoneLevel"], s)
+    s = Seq(fma_graph("f32"), env={"dump": "options,cache"})
+    s.step([], [], ins, MISS).step(["kernel_profile"], [], ins, HITS)
+    s.step([], ["fma"], ins, KMISS)
+    add("none-level options", "KILN_DUMP does not enter any key",
+        ["NoneLevel", "Env"], s)
+
+    # ---------------------------------------------- plan-level options
+    for dt in ("f32", "f64"):
+        for dis in (["kernel_reuse"], ["fallback"], ["matmul_expr_eval"]):
+            a, b, c = flaw_inputs(rng, dt, 12)
+            ins = [(dt, [12], a), (dt, [12], b), (dt, [12], c)]
+            s = Seq(fma_graph(dt))
+            s.step([], [], ins, MISS).step([], dis, ins, PMISS)
+            s.step([], [], ins, HITS).step([], dis, ins, HITS)
+            s.step([], dis + ["fma"], ins, KMISS)
+            add("plan-level options", "%s: disable=%s is plan-level"
+                % (dt, dis[0]), ["PlanLevel", "Return", "KernelLevel"], s)
+        s = Seq(fma_graph(dt))
+        s.step([], [], ins, MISS).step(["fuse_matmul"], [], ins, PMISS)
+        s.step([], [], ins, HITS)
+        add("plan-level options", "%s: enable=fuse_matmul is plan-level"
+            % dt, ["PlanLevel", "Return"], s)
+
+    # ---------------------------------------------- shapes and layouts
+    for dt in ("f32", "f64"):
+        def ins_n(n):
+            a, b, c = flaw_inputs(rng, dt, n)
+            return [(dt, [n], a), (dt, [n], b), (dt, [n], c)]
+        i8, i5, i300 = ins_n(8), ins_n(5), ins_n(300)
+        s = Seq(fma_graph(dt))
+        s.step([], [], i8, MISS).step([], [], i5, PHIT)
+        s.step([], [], i300, PHIT).step([], [], i8, HITS)
+        s.step([], ["fma"], i5, KMISS)
+        add("shapes", "%s: new sizes reuse the plan by default" % dt,
+            ["Shape"], s)
+        s = Seq(fma_graph(dt))
+        s.step([], ["kernel_reuse"], i8, MISS)
+        s.step([], ["kernel_reuse"], i5, PMISS)
+        s.step([], ["kernel_reuse"], i8, HITS)
+        s.step([], ["kernel_reuse"], i5, HITS)
+        s.step([], [], i300, PMISS)
+        add("shapes", "%s: disable=kernel_reuse puts sizes in the plan key"
+            % dt, ["Shape", "PlanLevel"], s)
+        s = Seq(fma_graph(dt), env={"disable": "kernel_reuse"})
+        s.step([], [], i8, MISS).step([], [], i5, PMISS)
+        s.step([], [], i8, HITS)
+        add("shapes", "%s: KILN_DISABLE=kernel_reuse" % dt,
+            ["Shape", "Env"], s)
+        # layout: transposed (non-contiguous) operand
+        g = fma_graph(dt, 2)
+        a, b, c = flaw_inputs(rng, dt, 12)
+        ins = [(dt, [3, 4], a), (dt, [3, 4], b), (dt, [3, 4], c)]
+        s = Seq(g)
+        s.step([], [], ins, MISS)
+        s.step([], [], ins, PMISS, strides=[[1, 3], None, None])
+        s.step([], [], ins, HITS, strides=[[1, 3], None, None])
+        s.step([], [], ins, HITS)
+        s.step([], ["fma"], ins, KMISS, strides=[[1, 3], None, None])
+        add("shapes", "%s: a transposed input is a new input signature" % dt,
+            ["Layout", "KernelLevel"], s)
+
+    # ---------------------------------------------- fast_math
+    for n, lo, hi in ((16, 60.0, 88.0), (64, -87.0, -40.0), (9, 20.0, 80.0)):
+        g = kf.Graph()
+        x = g.input("f32", "?")
+        g.output(g.op("exp", x))
+        xs = [fp.rnd(rng.uniform(lo, hi), "f32") for _ in range(n)]
+        ins = [("f32", [n], xs)]
+        fast = {"kind": "ulp", "ftz": True, "maxPerElement": [
+            2 + int(abs(1.173 * v)) for v in xs]}
+        prec = {"kind": "ulp", "max": 2}
+        s = Seq(g)
+        s.step([], [], ins, MISS, check=prec)
+        s.step(["fast_math"], [], ins, KMISS, check=fast)
+        s.step([], [], ins, HITS, check=prec)
+        s.step(["fast_math"], [], ins, HITS, check=fast)
+        add("fast_math", "expf on [%g, %g]: precise, fast, precise again"
+            % (lo, hi), ["FastMath", "KernelLevel", "Return"], s)
+    g = kf.Graph()
+    x = g.input("f32", "?")
+    g.output(g.op("exp", x))
+    xs = [fp.rnd(rng.uniform(70, 85), "f32") for _ in range(32)]
+    ins = [("f32", [32], xs)]
+    fast = {"kind": "ulp", "ftz": True,
+            "maxPerElement": [2 + int(abs(1.173 * v)) for v in xs]}
+    s = Seq(g)
+    s.step(["fast_math"], [], ins, MISS, check=fast)
+    s.step([], [], ins, KMISS, check={"kind": "ulp", "max": 2})
+    s.step(["fast_math", "kernel_profile"], [], ins, HITS, check=fast)
+    add("fast_math", "fast first, then precise", ["FastMath", "KernelLevel"],
+        s)
+    s = Seq(g, env={"enable": "fast_math"})
+    s.step([], [], ins, MISS, check=fast)
+    s.step(["kernel_profile"], [], ins, HITS, check=fast)
+    add("fast_math", "KILN_ENABLE=fast_math", ["FastMath", "Env"], s)
+
+    # ---------------------------------------------- multi-segment
+    for dt in ("f32", "f64"):
+        g = kf.Graph()
+        x = g.input(dt, "??")
+        y = g.input(dt, "??")
+        z = g.input(dt, "??")
+        p = g.op("add", g.op("mul", x, y), z)
+        g.output(p)
+        g.output(g.reduce("max", p, [1]))
+        a, b, c = flaw_inputs(rng, dt, 30)
+        ins = [(dt, [5, 6], a), (dt, [5, 6], b), (dt, [5, 6], c)]
+        s = Seq(g)
+        s.step([], [], ins, MISS).step([], ["fma"], ins, KMISS)
+        s.step([], [], ins, HITS).step([], ["fma"], ins, HITS)
+        add("multi-segment", "%s: pointwise output + max reduction of a*b+c"
+            % dt, ["MultiSegment", "NvFuserFlaw", "KernelLevel"], s)
+
+    # ---------------------------------------------- matmul paths
+    for dt in ("f32", "f16"):
+        g = kf.Graph()
+        a = g.input(dt, "??")
+        b = g.input(dt, "??")
+        bias = g.input("f32", "1?")
+        mm = g.matmul(a, b)
+        g.output(g.op("relu", g.op("add", mm, bias)))
+        M, K, N = 6, 20, 5
+        av = [fp.rnd(rng.uniform(-2, 2), dt) for _ in range(M * K)]
+        bv = [fp.rnd(rng.uniform(-2, 2), dt) for _ in range(K * N)]
+        cv = [fp.rnd(rng.uniform(-1, 1), "f32") for _ in range(N)]
+        ins = [(dt, [M, K], av), (dt, [K, N], bv), ("f32", [1, N], cv)]
+        ex, mag = kf.matmul_exact(([M, K], av), ([K, N], bv))
+
+        def mm_check(k, inputs, got, ex=ex, mag=mag, cv=cv, N=N, K=K):
+            bounds = []
+            u = Fraction(1, 1 << 24)
+            lg = (K - 1).bit_length()
+            for i, e in enumerate(ex):
+                B = (lg + 2) * u * mag[i]
+                tot = e + Fraction(cv[i % N])
+                exact = max(tot, Fraction(0))
+                ref = Fraction(got[i])
+                bnd = B + u * (abs(tot) + B) + abs(ref - exact)
+                bounds.append(fp.h(fp.ceil_f64(bnd), "f64"))
+            return {"kind": "abs", "bounds": bounds}
+        s = Seq(g)
+        s.step([], [], ins, MISS, check=mm_check)
+        s.step([], ["matmul_expr_eval"], ins, PMISS, check=mm_check)
+        s.step(["fuse_matmul"], [], ins, PMISS, check=mm_check)
+        s.step([], [], ins, HITS, check=mm_check)
+        s.step(["fuse_matmul"], [], ins, HITS, check=mm_check)
+        s.step([], ["matmul_expr_eval"], ins, HITS, check=mm_check)
+        add("matmul paths", "%s matmul + bias + relu on all three paths"
+            % dt, ["Matmul", "PlanLevel", "Return"], s)
+
+    # ---------------------------------------------- concurrency
+    for i, dt in enumerate(("f32", "f64", "f32", "f64")):
+        a, b, c = flaw_inputs(rng, dt, 128)
+        ins = [(dt, [128], a), (dt, [128], b), (dt, [128], c)]
+        s = Seq(fma_graph(dt))
+        s.step([], [], ins, MISS)
+        s.step([], ["fma"], ins, KMISS)
+        s.step(["kernel_profile"], [], ins, HITS)
+        s.step(["kernel_lineinfo"], ["fma"], ins, KMISS)
+        s.step([], ["fma"], ins, HITS)
+        s.step([], [], ins, HITS)
+        if i >= 2:
+            s.step(["fast_math"], [], ins, KMISS,
+                   check={"kind": "exact", "ftz": True})
+            s.step([], ["fma", "kernel_reuse"], ins, PMISS)
+        add("concurrent", "%s: 8 threads alternate default / disable=fma "
+            "on one context" % dt, ["Concurrent", "NvFuserFlaw"], s,
+            threads=8)
+    g = kf.Graph()
+    x = g.input("f32", "?")
+    g.output(g.op("exp", x))
+    xs = [fp.rnd(rng.uniform(70, 85), "f32") for _ in range(64)]
+    ins = [("f32", [64], xs)]
+    fast = {"kind": "ulp", "ftz": True,
+            "maxPerElement": [2 + int(abs(1.173 * v)) for v in xs]}
+    s = Seq(g)
+    for _ in range(3):
+        s.step([], [], ins, PHIT, check={"kind": "ulp", "max": 2})
+        s.step(["fast_math"], [], ins, PHIT, check=fast)
+    s.steps[0]["expect"] = dict(MISS)
+    add("concurrent", "8 threads alternate precise and fast_math expf",
+        ["Concurrent", "FastMath"], s, threads=8)
+    for n_threads in (2, 16):
+        a, b, c = flaw_inputs(rng, "f32", 1000)
+        ins = [("f32", [1000], a), ("f32", [1000], b), ("f32", [1000], c)]
+        s = Seq(fma_graph("f32"))
+        for k in range(4):
+            s.step([], ["fma"] if k % 2 else [], ins, PHIT)
+        s.steps[0]["expect"] = dict(MISS)
+        add("concurrent", "%d threads, 1000 elements" % n_threads,
+            ["Concurrent", "NvFuserFlaw"], s, threads=n_threads)
+    return {"cache.isolation.json": vf.finish()}
