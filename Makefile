@@ -67,6 +67,12 @@ $(BUILD)/obj/%.o: %.c $(wildcard runtime/*.h runtime/include/*.h runtime/backend
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -c $< -o $@
 
+# The CUDA backend's files use the toolkit's headers (cuda.h, nvrtc.h,
+# cublas_api.h) for types and names only: CUDA is never linked (dlopen).
+CUDA_INC ?= /usr/local/cuda/include
+$(BUILD)/obj/runtime/backends/cuda%.o: CFLAGS += -I$(CUDA_INC)
+$(BUILD)/obj/runtime/cli/bench_gpu.o $(BUILD)/obj/tests/unit/test_cuda.o: CFLAGS += -I$(CUDA_INC)
+
 $(BUILD)/libkiln.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
