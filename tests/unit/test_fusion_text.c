@@ -4,7 +4,9 @@
 ** over valid files, and allocation-failure injection for parse and print.
 ** Expected texts and bit patterns are written out by hand here. */
 #include <check.h>
+#include <jansson.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -620,6 +622,107 @@ START_TEST(fault_injection_parse_print)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ CLI */
+
+/* Run `$KILN_BIN ARGS` through the shell; output (stdout+stderr) into buf.
+** Returns the exit status, or -1 when KILN_BIN is not set. */
+static int run_kiln(const char *args, char *buf, size_t cap)
+{
+    const char *bin = getenv("KILN_BIN");
+    if (bin == NULL || bin[0] == '\0')
+        return -1;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(buf, 1, cap - 1, p);
+    buf[n] = '\0';
+    int st = pclose(p);
+    ck_assert(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+START_TEST(cli_fusion)
+{
+    static char out[1 << 16];
+    if (run_kiln("fusion --help", out, sizeof out) < 0)
+        return; /* KILN_BIN unset: the CLI is tested by make test-unit */
+    ck_assert_ptr_nonnull(strstr(out, "usage: kiln fusion"));
+    ck_assert_int_eq(run_kiln("fusion examples/softmax.kf", out, sizeof out), 0);
+    kiln_fusion *f = NULL;
+    FILE *fp = fopen("examples/softmax.kf", "rb");
+    ck_assert_ptr_nonnull(fp);
+    static char src[8192];
+    size_t n = fread(src, 1, sizeof src, fp);
+    fclose(fp);
+    ck_assert_int_eq(kiln_fusion_parse(src, n, &f), KILN_OK);
+    char *canon = print_ok(f);
+    uint64_t h;
+    kiln_fusion_hash(f, &h);
+    char want[8192];
+    snprintf(want, sizeof want, "%shash 0x%016llx\n", canon,
+             (unsigned long long)h);
+    ck_assert_str_eq(out, want);
+    ck_assert_int_eq(run_kiln("fusion --hash-only - < examples/softmax.kf",
+                              out, sizeof out), 0);
+    snprintf(want, sizeof want, "0x%016llx\n", (unsigned long long)h);
+    ck_assert_str_eq(out, want);
+    kiln_free(canon);
+    kiln_fusion_destroy(f);
+
+    ck_assert_int_eq(run_kiln("fusion - < /dev/null", out, sizeof out), 1);
+    ck_assert_str_eq(out, "<stdin>:1:1: expected the header 'kiln.fusion 1', "
+                          "found end of input\n");
+    ck_assert_int_eq(run_kiln("fusion /nonexistent/x.kf", out, sizeof out), 1);
+    ck_assert_int_eq(run_kiln("fusion", out, sizeof out), 2);
+    ck_assert_int_eq(run_kiln("fusion --frob x.kf", out, sizeof out), 2);
+    ck_assert_int_eq(run_kiln("fusion a.kf b.kf", out, sizeof out), 2);
+    ck_assert_int_eq(run_kiln("fusion --op-table-json x.kf", out, sizeof out), 2);
+
+    /* the JSON op table mirrors kiln__op_info row by row */
+    ck_assert_int_eq(run_kiln("fusion --op-table-json", out, sizeof out), 0);
+    json_error_t jerr;
+    json_t *root = json_loads(out, 0, &jerr);
+    ck_assert_msg(root != NULL, "%s", jerr.text);
+    json_t *ops = json_object_get(root, "ops");
+    ck_assert_uint_eq(json_array_size(ops), KILN_OP_COUNT);
+    for (int op = 0; op < KILN_OP_COUNT; op++) {
+        const kiln_op_info *r = kiln__op_info((kiln_op)op);
+        json_t *o = json_array_get(ops, (size_t)op);
+        ck_assert_str_eq(json_string_value(json_object_get(o, "name")), r->name);
+        ck_assert_int_eq(json_integer_value(json_object_get(o, "arity")),
+                         r->arity);
+        json_t *dts = json_object_get(o, "dtypes");
+        uint32_t mask = 0;
+        for (size_t k = 0; k < json_array_size(dts); k++) {
+            kiln_dtype t;
+            ck_assert_int_eq(kiln_dtype_parse(
+                json_string_value(json_array_get(dts, k)), &t), KILN_OK);
+            mask |= 1u << t;
+        }
+        ck_assert_uint_eq(mask, r->accepts);
+        const char *res = json_string_value(json_object_get(o, "result"));
+        if (r->result == -1)
+            ck_assert_str_eq(res, "same");
+        else if (r->result == -2)
+            ck_assert_str_eq(res, "given");
+        else
+            ck_assert_str_eq(res, kiln_dtype_name((kiln_dtype)r->result));
+    }
+    json_decref(root);
+
+    /* every example validates */
+    static const char *const ex[] = {"bias_add", "matmul_epilogue",
+                                     "relu_mul_add", "softmax"};
+    for (size_t i = 0; i < 4; i++) {
+        char args[128];
+        snprintf(args, sizeof args, "fusion examples/%s.kf", ex[i]);
+        ck_assert_msg(run_kiln(args, out, sizeof out) == 0, "%s: %s", ex[i],
+                      out);
+    }
+}
+END_TEST
+
 Suite *fusion_text_suite(void)
 {
     Suite *s = suite_create("fusion_text");
@@ -630,6 +733,7 @@ Suite *fusion_text_suite(void)
     tcase_add_test(tc, parse_errors);
     tcase_add_test(tc, long_names_and_many_values);
     tcase_add_test(tc, builder_fusions_survive_text);
+    tcase_add_test(tc, cli_fusion);
     suite_add_tcase(s, tc);
     tc = tcase_create("robustness");
     tcase_set_timeout(tc, 120);
