@@ -594,7 +594,7 @@ kiln_status kiln_fusion_output(kiln_fusion *f, kiln_value v)
 /* ------------------------------------------------------------- finalize */
 
 /* Checker used only inside assert(): the node array is canonical. */
-static int fusion_invariants(const kiln_fusion *f)
+static __attribute__((unused)) int fusion_invariants(const kiln_fusion *f)
 {
     uint32_t n_in = 0;
     for (uint32_t i = 0; i < f->n_nodes; i++) {

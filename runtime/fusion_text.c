@@ -366,6 +366,11 @@ static kiln_status parse_literal(const tok *t, kiln_dtype dt, uint64_t *bits)
     memcpy(buf, t->s, t->n);
     buf[t->n] = '\0';
     char *end = NULL;
+    if (strchr(buf, 'x') != NULL || strchr(buf, 'X') != NULL)
+        return perr(t->line, t->col,
+                    "invalid %s constant '%s' (hex bit patterns are written "
+                    "0x followed by hex digits)",
+                    kiln_dtype_name(dt), quote(t, q, sizeof q));
     switch (dt) {
     case KILN_BOOL:
         if (strcmp(buf, "true") == 0 || strcmp(buf, "false") == 0) {

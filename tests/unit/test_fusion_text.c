@@ -337,6 +337,13 @@ START_TEST(parse_errors)
     check_error(H "%c = const f32 1.0.0\n",
                 "2:16: invalid f32 constant '1.0.0'");
     check_error(H "%c = const f64 e5\n", "2:16: invalid f64 constant 'e5'");
+    check_error(H "%c = const f32 0X10\n",
+                "2:16: invalid f32 constant '0X10' (hex bit patterns are "
+                "written 0x followed by hex digits)");
+    check_error(H "%c = const f64 -0x1p3\n",
+                "2:16: invalid f64 constant '-0x1p3' (hex bit patterns are "
+                "written 0x followed by hex digits)");
+    check_error(H "%c = const f32 0x1p3\n", "2:19: invalid hex digit 'p'");
     check_error(H "%c = const f32 0x\n", "2:16: expected hex digits after "
                                          "'0x'");
     check_error(H "%c = const f32 0x3g\n", "2:19: invalid hex digit 'g'");
