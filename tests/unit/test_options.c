@@ -955,8 +955,8 @@ START_TEST(json_document)
                                                        "arg")), "names");
     static const char *const lv[] = {"all", "plan", "kernel", "none"};
     static const char *const want[] = {
-        "enable=fast_math,warn_register_spill(64);disable=expr_simplify,"
-        "fallback,fma;dump=cache",
+        ("enable=fast_math,warn_register_spill(64);disable=expr_simplify,"
+         "fallback,fma;dump=cache"),
         "disable=fallback",
         "enable=fast_math;disable=expr_simplify,fma",
         "enable=warn_register_spill(64);dump=cache"};
