@@ -1,0 +1,941 @@
+/*
+** plan.c -- the planner: turns a finalized fusion, an input signature and
+** the plan-level options into segments in the form runtime/backend.h
+** specifies (docs/runtime.md, "Segmentation").
+**
+** The rules, deliberately simple:
+**   1. Hard values are REDUCE and MATMUL results.  Each one starts a
+**      segment, in node order: a reduction segment (its pointwise producer
+**      cone over D = the operand's shape, the REDUCE, then its reduced-shape
+**      pointwise consumers), or a matmul segment whose kind is the matmul
+**      path (default MATMUL_FALLBACK; disable=matmul_expr_eval: MATMUL;
+**      enable=fuse_matmul: MATMUL_EPILOGUE, which also takes the pointwise
+**      consumers over [M,N]).
+**   2. A consumer joins the segment of the latest hard value it depends on
+**      when it has that segment's reduced (or [M,N]) shape, and its other
+**      operands are constants, inputs, or values made by earlier segments.
+**   3. Every other value that must exist in memory (a fusion output, or a
+**      computed matmul operand) is a pointwise value: it joins the last
+**      pointwise segment of the same symbolic shape if every value it reads
+**      is made before that segment, else it starts a new one.
+**   4. A segment recomputes the pointwise cone of what it produces, up to
+**      inputs and values made by other segments (those are materialised:
+**      written by their segment, read as strided views).  BROADCAST nodes
+**      disappear: a value read through them is a view with stride 0 on the
+**      new axes, and a declared size-1 axis is a stride-0 view as well.
+**   5. Contraction (kernel level) is prepared here as a second IR variant
+**      of each segment: add(mul(a,b),c) and add(c,mul(a,b)) -> fma(a,b,c)
+**      for f32/f64 when that mul node has exactly one use in the whole
+**      fusion, is not a fusion output, and is an operand of that very add
+**      (lhs first).  cache.c picks the variant from disable=fma.
+** Symbolic shapes come from the fusion's axis classes (fusion.c): two
+** values share a domain exactly when their class arrays are equal, which
+** holds for every input sizes of the same signature.  So a plan depends on
+** the signature only, never on concrete sizes.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+typedef struct seg_build {
+    uint32_t kind;
+    int32_t anchor;      /* hard node, or first pointwise value */
+    int32_t dom_node;
+    int dom_rank;
+    uint32_t red_axes;
+} seg_build;
+
+typedef struct planner {
+    const kiln_fusion *f;
+    const kiln__sig *sig;
+    uint32_t n;
+    int32_t *uses, *out_idx, *owner;
+    uint8_t *hard, *need, *mat;
+    seg_build *segs;
+    uint32_t n_segs;
+    /* scratch for cone walks */
+    int32_t *stack;
+    uint8_t *seen;
+} planner;
+
+static int is_pointwise(int op)
+{
+    const kiln_op_info *info = kiln__op_info((kiln_op)op);
+    return op == KILN_OP_FMA || op == KILN_OP_CAST ||
+           (info != NULL && strchr("ubclw", info->kind) != NULL &&
+            info->kind != 0);
+}
+
+static int is_reduce(int op)
+{
+    return op == KILN_OP_SUM || op == KILN_OP_RMAX || op == KILN_OP_RMIN;
+}
+
+static const int32_t *cls_of(const kiln_fusion *f, int32_t v)
+{
+    return &f->axis_class[(size_t)v * KILN_MAX_RANK];
+}
+
+static int same_shape(const kiln_fusion *f, int32_t a, int32_t b)
+{
+    int r = f->nodes[a].rank;
+    return r == f->nodes[b].rank &&
+           memcmp(cls_of(f, a), cls_of(f, b), (size_t)r * sizeof(int32_t)) ==
+               0;
+}
+
+/* Largest owner among the values segment `seg` would read to make v (-1 if
+** none); v's cone is walked through everything not owned elsewhere. */
+static int32_t cone_max_owner(planner *P, int32_t v, int32_t seg)
+{
+    int32_t best = -1;
+    size_t sp = 0;
+    memset(P->seen, 0, P->n);
+    P->stack[sp++] = v;
+    P->seen[v] = 1;
+    while (sp > 0) {
+        int32_t x = P->stack[--sp];
+        const kiln_ir_node *n = &P->f->nodes[x];
+        if (x != v && P->owner[x] >= 0 && P->owner[x] != seg) {
+            if (P->owner[x] > best)
+                best = P->owner[x];
+            continue;
+        }
+        if (n->op == KILN_OP_INPUT || n->op == KILN_OP_CONST)
+            continue;
+        for (int k = 0; k < 3 && n->args[k] >= 0; k++)
+            if (!P->seen[n->args[k]]) {
+                P->seen[n->args[k]] = 1;
+                P->stack[sp++] = n->args[k];
+            }
+    }
+    return best;
+}
+
+static kiln_status add_seg(planner *P, uint32_t kind, int32_t anchor,
+                           int32_t dom, uint32_t red)
+{
+    seg_build *s = &P->segs[P->n_segs++];
+    s->kind = kind;
+    s->anchor = anchor;
+    s->dom_node = dom;
+    s->dom_rank = P->f->nodes[dom].rank;
+    s->red_axes = red;
+    return KILN_OK;
+}
+
+/* Absorb the pointwise consumers of hard node h (segment seg). */
+static void absorb_consumers(planner *P, int32_t h, int32_t seg)
+{
+    const kiln_fusion *f = P->f;
+    for (uint32_t j = (uint32_t)h + 1; j < P->n; j++) {
+        const kiln_ir_node *n = &f->nodes[j];
+        if (!is_pointwise(n->op) || P->owner[j] >= 0 || !same_shape(f, (int32_t)j, h))
+            continue;
+        int linked = 0, ok = 1;
+        for (int k = 0; k < 3 && n->args[k] >= 0; k++) {
+            int32_t a = n->args[k];
+            int aop = f->nodes[a].op;
+            if (P->owner[a] == seg)
+                linked = 1;
+            else if (!(aop == KILN_OP_CONST || aop == KILN_OP_INPUT ||
+                       (P->owner[a] >= 0 && P->owner[a] < seg)))
+                ok = 0;
+        }
+        if (ok && linked)
+            P->owner[j] = seg;
+    }
+}
+
+/* The node reached from v through BROADCAST nodes. */
+static int32_t through_broadcasts(const kiln_fusion *f, int32_t v)
+{
+    while (f->nodes[v].op == KILN_OP_BROADCAST)
+        v = f->nodes[v].args[0];
+    return v;
+}
+
+/* Steps 1-3: decide the segments and the owner of every produced value. */
+static kiln_status form_segments(planner *P, const struct kiln_options *o)
+{
+    const kiln_fusion *f = P->f;
+    uint32_t mm_kind = kiln__opt_on(o, KOPT_EN_FUSE_MATMUL)
+                           ? KILN_SEGK_MATMUL_EPILOGUE
+                       : kiln__opt_on(o, KOPT_DIS_MATMUL_EXPR_EVAL)
+                           ? KILN_SEGK_MATMUL
+                           : KILN_SEGK_MATMUL_FALLBACK;
+    for (uint32_t i = 0; i < P->n; i++) {
+        const kiln_ir_node *n = &f->nodes[i];
+        if (n->op != KILN_OP_MATMUL)
+            continue;
+        if (mm_kind == KILN_SEGK_MATMUL_FALLBACK &&
+            kiln__opt_on(o, KOPT_DIS_FALLBACK))
+            return kiln__err(KILN_ERR_FALLBACK_DISABLED,
+                             "matmul at %%%u needs the library fallback path, "
+                             "but disable=fallback is set (use "
+                             "disable=matmul_expr_eval or enable=fuse_matmul "
+                             "for a generated matmul)",
+                             i);
+        for (int k = 0; k < 2; k++) {
+            int32_t b = through_broadcasts(f, n->args[k]);
+            int bop = f->nodes[b].op;
+            if (bop != KILN_OP_INPUT && !P->hard[b])
+                P->need[n->args[k]] = 1;
+        }
+    }
+    for (uint32_t i = 0; i < P->n; i++) {
+        const kiln_ir_node *n = &f->nodes[i];
+        int32_t seg = (int32_t)P->n_segs;
+        if (is_reduce(n->op)) {
+            P->owner[i] = seg;
+            add_seg(P, KILN_SEGK_REDUCTION, (int32_t)i, n->args[0], n->axes);
+            absorb_consumers(P, (int32_t)i, seg);
+        } else if (n->op == KILN_OP_MATMUL) {
+            P->owner[i] = seg;
+            add_seg(P, mm_kind, (int32_t)i, (int32_t)i, 0);
+            if (mm_kind == KILN_SEGK_MATMUL_EPILOGUE)
+                absorb_consumers(P, (int32_t)i, seg);
+        } else if (P->owner[i] < 0 && (P->out_idx[i] >= 0 || P->need[i])) {
+            /* a pointwise value: join the last same-shape pointwise segment */
+            int32_t cand = -1;
+            for (int32_t s = (int32_t)P->n_segs - 1; s >= 0; s--) {
+                if (P->segs[s].kind == KILN_SEGK_POINTWISE &&
+                    same_shape(f, P->segs[s].dom_node, (int32_t)i)) {
+                    cand = s;
+                    break;
+                }
+            }
+            if (cand >= 0 && cone_max_owner(P, (int32_t)i, cand) < cand) {
+                P->owner[i] = cand;
+            } else {
+                P->owner[i] = seg;
+                add_seg(P, KILN_SEGK_POINTWISE, (int32_t)i, (int32_t)i, 0);
+            }
+        }
+    }
+    return KILN_OK;
+}
+
+/* ------------------------------------------------------------ emission */
+
+typedef struct emitter {
+    planner *P;
+    int32_t seg;
+    const seg_build *sb;
+    kiln_ir_node *nodes;
+    int32_t *origin;      /* fusion node of each IR node, -1 synthesized */
+    int32_t *memo_node;   /* memo: (fusion node, part, map) -> IR node */
+    uint8_t *memo_part;
+    int8_t (*memo_map)[KILN_MAX_RANK];
+    uint32_t n_nodes, cap;
+    kiln__leaf *leaves;
+    uint32_t n_leaves, cap_leaves;
+    int failed;
+} emitter;
+
+static int32_t push(emitter *E, const kiln_ir_node *n, int32_t origin,
+                    uint8_t part, const int8_t *map)
+{
+    if (E->failed)
+        return -1;
+    if (E->n_nodes == E->cap) {
+        uint32_t nc = E->cap ? E->cap * 2 : 16;
+        kiln_ir_node *a = kiln__realloc(E->nodes, nc * sizeof *a);
+        if (a) E->nodes = a;
+        int32_t *b = a ? kiln__realloc(E->origin, nc * sizeof *b) : NULL;
+        if (b) E->origin = b;
+        int32_t *c = b ? kiln__realloc(E->memo_node, nc * sizeof *c) : NULL;
+        if (c) E->memo_node = c;
+        uint8_t *d = c ? kiln__realloc(E->memo_part, nc) : NULL;
+        if (d) E->memo_part = d;
+        int8_t(*e)[KILN_MAX_RANK] =
+            d ? kiln__realloc(E->memo_map, nc * sizeof *e) : NULL;
+        if (e) E->memo_map = e;
+        if (e == NULL) {
+            E->failed = 1;
+            return -1;
+        }
+        E->cap = nc;
+    }
+    uint32_t i = E->n_nodes++;
+    E->nodes[i] = *n;
+    E->origin[i] = origin;
+    E->memo_node[i] = origin;
+    E->memo_part[i] = part;
+    memset(E->memo_map[i], -1, KILN_MAX_RANK);
+    if (map != NULL && origin >= 0)
+        memcpy(E->memo_map[i], map, (size_t)E->P->f->nodes[origin].rank);
+    return (int32_t)i;
+}
+
+static int32_t memo_find(emitter *E, int32_t v, uint8_t part,
+                         const int8_t *map, int is_leaf)
+{
+    int r = E->P->f->nodes[v].rank;
+    for (uint32_t i = 0; i < E->n_nodes; i++) {
+        if (E->memo_node[i] == v && E->memo_part[i] == part &&
+            memcmp(E->memo_map[i], map, (size_t)r) == 0 &&
+            (E->nodes[i].op == KILN_OP_INPUT) == is_leaf)
+            return (int32_t)i;
+    }
+    return -1;
+}
+
+static int part_rank(const emitter *E, uint8_t part)
+{
+    (void)part;
+    return E->sb->dom_rank;
+}
+
+static uint32_t part_bcast(const emitter *E, uint8_t part)
+{
+    return part == KILN__PART_K ? E->sb->red_axes : 0;
+}
+
+static kiln_ir_node blank(int op, int dtype, int rank)
+{
+    kiln_ir_node n;
+    memset(&n, 0, sizeof n);
+    n.op = (uint16_t)op;
+    n.dtype = (uint8_t)dtype;
+    n.rank = (uint8_t)rank;
+    n.args[0] = n.args[1] = n.args[2] = -1;
+    n.io = -1;
+    return n;
+}
+
+/* A leaf: fusion node v read as a view (part, map). */
+static int32_t emit_leaf(emitter *E, int32_t v, uint8_t part,
+                         const int8_t *map, int32_t own)
+{
+    int32_t m = memo_find(E, v, part, map, 1);
+    if (m >= 0 && part != KILN__PART_OWN)
+        return m;
+    if (E->n_leaves == E->cap_leaves) {
+        uint32_t nc = E->cap_leaves ? E->cap_leaves * 2 : 8;
+        kiln__leaf *l = kiln__realloc(E->leaves, nc * sizeof *l);
+        if (l == NULL) {
+            E->failed = 1;
+            return -1;
+        }
+        E->leaves = l;
+        E->cap_leaves = nc;
+    }
+    kiln__leaf *l = &E->leaves[E->n_leaves];
+    memset(l, 0, sizeof *l);
+    l->node = v;
+    l->part = part;
+    l->own = own;
+    memset(l->map, -1, sizeof l->map);
+    memcpy(l->map, map, E->P->f->nodes[v].rank);
+    const kiln_ir_node *fn = &E->P->f->nodes[v];
+    kiln_ir_node n = blank(KILN_OP_INPUT, fn->dtype,
+                           part == KILN__PART_OWN ? E->P->f->nodes[own].rank
+                                                  : part_rank(E, part));
+    n.bcast = part == KILN__PART_OWN ? 0 : part_bcast(E, part);
+    n.io = (int32_t)E->n_leaves;
+    int32_t i = push(E, &n, v, part, map);
+    if (i >= 0)
+        E->n_leaves++;
+    if (E->P->owner[v] >= 0 && E->P->owner[v] != E->seg)
+        E->P->mat[v] = 1;
+    return i;
+}
+
+static int32_t emit(emitter *E, int32_t v, uint8_t part, const int8_t *map)
+{
+    planner *P = E->P;
+    const kiln_fusion *f = P->f;
+    const kiln_ir_node *fn = &f->nodes[v];
+    if (E->failed)
+        return -1;
+    if (fn->op == KILN_OP_INPUT || (P->owner[v] >= 0 && P->owner[v] != E->seg))
+        return emit_leaf(E, v, part, map, v);
+    int32_t m = memo_find(E, v, part, map, 0);
+    if (m >= 0)
+        return m;
+    int r = part_rank(E, part);
+    if (fn->op == KILN_OP_CONST) {
+        kiln_ir_node n = blank(KILN_OP_CONST, fn->dtype, r);
+        n.bcast = (1u << r) - 1u;
+        n.bits = fn->bits;
+        return push(E, &n, v, part, map);
+    }
+    if (fn->op == KILN_OP_BROADCAST) {
+        int8_t sub[KILN_MAX_RANK];
+        memset(sub, -1, sizeof sub);
+        for (int j = 0, k = 0; j < fn->rank; j++)
+            if (!(fn->axes & (1u << j)))
+                sub[k++] = map[j];
+        return emit(E, fn->args[0], part, sub);
+    }
+    if (is_reduce(fn->op)) { /* this segment's own REDUCE, in keepdim form */
+        int8_t id[KILN_MAX_RANK];
+        memset(id, -1, sizeof id);
+        for (int a = 0; a < r; a++)
+            id[a] = (int8_t)a;
+        int32_t x = emit(E, fn->args[0], KILN__PART_D, id);
+        kiln_ir_node n = blank(fn->op, fn->dtype, r);
+        n.axes = fn->axes;
+        n.bcast = fn->axes;
+        n.flags = KILN_IR_KEEPDIM;
+        n.args[0] = x;
+        return push(E, &n, v, part, map);
+    }
+    if (fn->op == KILN_OP_MATMUL) {
+        int32_t ab[2];
+        for (int k = 0; k < 2; k++) {
+            int32_t opnd = fn->args[k];
+            int32_t b = through_broadcasts(f, opnd);
+            int8_t bm[KILN_MAX_RANK];
+            memset(bm, -1, sizeof bm);
+            if (f->nodes[b].op == KILN_OP_INPUT ||
+                (P->owner[b] >= 0 && P->owner[b] != E->seg)) {
+                /* compose the broadcast maps: base axis -> operand axis */
+                int8_t cur[KILN_MAX_RANK];
+                for (int a = 0; a < KILN_MAX_RANK; a++)
+                    cur[a] = (int8_t)a;
+                int32_t x = opnd;
+                while (x != b) {
+                    const kiln_ir_node *bn = &f->nodes[x];
+                    int8_t nxt[KILN_MAX_RANK];
+                    memset(nxt, -1, sizeof nxt);
+                    for (int j = 0, q = 0; j < bn->rank; j++)
+                        if (!(bn->axes & (1u << j)))
+                            nxt[q++] = cur[j];
+                    memcpy(cur, nxt, sizeof cur);
+                    x = bn->args[0];
+                }
+                memcpy(bm, cur, (size_t)f->nodes[b].rank);
+                ab[k] = emit_leaf(E, b, KILN__PART_OWN, bm, opnd);
+            } else {
+                for (int a = 0; a < 2; a++)
+                    bm[a] = (int8_t)a;
+                ab[k] = emit_leaf(E, opnd, KILN__PART_OWN, bm, opnd);
+            }
+        }
+        kiln_ir_node n = blank(KILN_OP_MATMUL, fn->dtype, 2);
+        n.args[0] = ab[0];
+        n.args[1] = ab[1];
+        return push(E, &n, v, part, map);
+    }
+    /* pointwise (computed over the domain, recomputed if not a member) */
+    kiln_ir_node n = blank(fn->op, fn->dtype, r);
+    n.bcast = part_bcast(E, part);
+    for (int k = 0; k < 3 && fn->args[k] >= 0; k++)
+        n.args[k] = emit(E, fn->args[k], part, map);
+    return push(E, &n, v, part, map);
+}
+
+/* The map of a segment root: its axes into the segment's domain. */
+static void root_map(const emitter *E, int32_t v, uint8_t *part, int8_t *map)
+{
+    const kiln_fusion *f = E->P->f;
+    memset(map, -1, KILN_MAX_RANK);
+    if (E->sb->kind == KILN_SEGK_REDUCTION) {
+        const kiln_ir_node *R = &f->nodes[E->sb->anchor];
+        *part = KILN__PART_K;
+        for (int a = 0, k = 0; a < E->sb->dom_rank; a++) {
+            if ((R->axes & (1u << a)) && !(R->flags & KILN_IR_KEEPDIM))
+                continue;
+            map[k++] = (int8_t)a;
+        }
+        (void)v;
+        return;
+    }
+    *part = KILN__PART_D;
+    for (int a = 0; a < f->nodes[v].rank; a++)
+        map[a] = (int8_t)a;
+}
+
+/* ------------------------------------------------------------ variants */
+
+/* Contraction on a copy of nodes: returns the new node count (after DCE)
+** and fills outputs; 0 changes -> *changed = 0. */
+static uint32_t contract(const planner *P, kiln_ir_node *nodes,
+                         const int32_t *origin, uint32_t n, int32_t *outs,
+                         uint32_t n_outs, int *changed)
+{
+    const kiln_fusion *f = P->f;
+    *changed = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        kiln_ir_node *a = &nodes[i];
+        if (a->op != KILN_OP_ADD || origin[i] < 0 ||
+            (a->dtype != KILN_F32 && a->dtype != KILN_F64))
+            continue;
+        const kiln_ir_node *fa = &f->nodes[origin[i]];
+        for (int side = 0; side < 2; side++) {
+            int32_t fm = fa->args[side];
+            int32_t sm = a->args[side];
+            if (f->nodes[fm].op != KILN_OP_MUL || P->uses[fm] != 1 ||
+                P->out_idx[fm] >= 0 || nodes[sm].op != KILN_OP_MUL ||
+                origin[sm] != fm)
+                continue;
+            int32_t other = a->args[1 - side];
+            a->op = KILN_OP_FMA;
+            a->args[0] = nodes[sm].args[0];
+            a->args[1] = nodes[sm].args[1];
+            a->args[2] = other;
+            *changed = 1;
+            break;
+        }
+    }
+    if (!*changed)
+        return n;
+    /* dead-code elimination (INPUT nodes always stay: io numbering) */
+    uint8_t live[4096], *lv = n <= sizeof live ? live : kiln__calloc(n, 1);
+    int32_t remap_small[4096], *remap =
+        n <= 4096 ? remap_small : kiln__malloc(n * sizeof *remap);
+    if (lv == NULL || remap == NULL) {
+        if (lv != live) kiln__free(lv);
+        if (remap != remap_small) kiln__free(remap);
+        *changed = -1;
+        return n;
+    }
+    memset(lv, 0, n);
+    for (uint32_t k = 0; k < n_outs; k++)
+        lv[outs[k]] = 1;
+    for (uint32_t i = n; i-- > 0;) {
+        if (nodes[i].op == KILN_OP_INPUT)
+            lv[i] = 1;
+        if (!lv[i])
+            continue;
+        for (int k = 0; k < 3; k++)
+            if (nodes[i].args[k] >= 0)
+                lv[nodes[i].args[k]] = 1;
+    }
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!lv[i]) {
+            remap[i] = -1;
+            continue;
+        }
+        kiln_ir_node x = nodes[i];
+        for (int k = 0; k < 3; k++)
+            if (x.args[k] >= 0)
+                x.args[k] = remap[x.args[k]];
+        remap[i] = (int32_t)m;
+        nodes[m++] = x;
+    }
+    for (uint32_t k = 0; k < n_outs; k++)
+        outs[k] = remap[outs[k]];
+    if (lv != live) kiln__free(lv);
+    if (remap != remap_small) kiln__free(remap);
+    return m;
+}
+
+static void put32(kiln_buf *b, uint32_t v) { kiln__buf_add(b, (const char *)&v, 4); }
+
+/* The kernel-key text of one IR variant. */
+static kiln_status serialize(const kiln__pseg *s, kiln__segir *ir)
+{
+    kiln_buf b = {0};
+    kiln__buf_add(&b, "kseg1", 5);
+    put32(&b, s->kind);
+    put32(&b, ir->n_nodes);
+    kiln__buf_add(&b, (const char *)ir->nodes, ir->n_nodes * sizeof *ir->nodes);
+    put32(&b, s->n_leaves);
+    put32(&b, s->n_outs);
+    kiln__buf_add(&b, (const char *)ir->outputs, s->n_outs * sizeof(int32_t));
+    kiln__buf_add(&b, (const char *)s->in_traits, s->n_leaves * sizeof(uint32_t));
+    kiln__buf_add(&b, (const char *)s->out_traits, s->n_outs * sizeof(uint32_t));
+    put32(&b, s->index64);
+    if (b.failed) {
+        kiln__buf_free(&b);
+        return kiln__err(KILN_ERR_NO_MEMORY, "plan: out of memory");
+    }
+    ir->blob = (uint8_t *)b.data;
+    ir->blob_len = b.len;
+    ir->blob_hash = kiln__fnv1a(b.data, b.len, KILN_FNV_SEED);
+    return KILN_OK;
+}
+
+/* Whether a view of node v (classes), mapped by map into a domain whose
+** classes are dcls (rank dr), is dense row-major given that v's own buffer
+** is (base_contig). */
+static int view_contig(const kiln_fusion *f, int32_t v, const int8_t *map,
+                       const int32_t *dcls, int dr, int base_contig)
+{
+    if (!base_contig)
+        return 0;
+    const int32_t *vc = cls_of(f, v);
+    int last = -1;
+    for (int a = 0; a < f->nodes[v].rank; a++) {
+        if (vc[a] < 0)
+            continue;
+        if (map[a] <= last || map[a] >= dr || dcls[map[a]] != vc[a])
+            return 0;
+        last = map[a];
+    }
+    for (int d = 0; d < dr; d++) { /* no non-1 domain axis left unmapped */
+        if (dcls[d] < 0)
+            continue;
+        int found = 0;
+        for (int a = 0; a < f->nodes[v].rank; a++)
+            if (map[a] == d && vc[a] >= 0)
+                found = 1;
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+static void part_classes(const planner *P, const seg_build *sb, uint8_t part,
+                         int32_t own, int32_t *dcls, int *dr)
+{
+    int32_t src = part == KILN__PART_OWN ? own : sb->dom_node;
+    *dr = P->f->nodes[src].rank;
+    memcpy(dcls, cls_of(P->f, src), (size_t)*dr * sizeof *dcls);
+    if (part == KILN__PART_K)
+        for (int a = 0; a < *dr; a++)
+            if (sb->red_axes & (1u << a))
+                dcls[a] = -1;
+}
+
+static int buffer_contig(const planner *P, int32_t v)
+{
+    const kiln_ir_node *n = &P->f->nodes[v];
+    if (n->op == KILN_OP_INPUT)
+        return n->io < 32 && ((P->sig->in_contig >> n->io) & 1u);
+    return 1; /* outputs and intermediates are allocated or checked dense */
+}
+
+static int buffer_align(const planner *P, int32_t v)
+{
+    const kiln_ir_node *n = &P->f->nodes[v];
+    if (n->op == KILN_OP_INPUT)
+        return n->io < 32 && ((P->sig->in_align >> n->io) & 1u);
+    if (P->out_idx[v] >= 0)
+        return P->out_idx[v] < 32 && ((P->sig->out_align >> P->out_idx[v]) & 1u);
+    return 1;
+}
+
+static const char *what_of(uint32_t kind)
+{
+    switch (kind) {
+    case KILN_SEGK_POINTWISE: return "pointwise";
+    case KILN_SEGK_REDUCTION: return "reduction";
+    case KILN_SEGK_MATMUL: return "matmul";
+    case KILN_SEGK_MATMUL_EPILOGUE: return "matmul_epilogue";
+    default: return "matmul_fallback";
+    }
+}
+
+/* Emit segment `seg` with roots[n_roots] into ps. */
+static kiln_status emit_segment(planner *P, int32_t seg, const int32_t *roots,
+                                uint32_t n_roots, kiln__pseg *ps)
+{
+    emitter E;
+    memset(&E, 0, sizeof E);
+    E.P = P;
+    E.seg = seg;
+    E.sb = &P->segs[seg];
+    int32_t *outs = kiln__malloc((n_roots ? n_roots : 1) * sizeof *outs);
+    ps->outs = kiln__calloc(n_roots ? n_roots : 1, sizeof *ps->outs);
+    if (outs == NULL || ps->outs == NULL) {
+        kiln__free(outs);
+        return kiln__err(KILN_ERR_NO_MEMORY, "plan: out of memory");
+    }
+    for (uint32_t k = 0; k < n_roots; k++) {
+        int8_t map[KILN_MAX_RANK];
+        uint8_t part;
+        root_map(&E, roots[k], &part, map);
+        int32_t x = emit(&E, roots[k], part, map);
+        if (x >= 0 && (E.nodes[x].op == KILN_OP_INPUT ||
+                       E.nodes[x].op == KILN_OP_CONST)) {
+            kiln_ir_node c = blank(KILN_OP_CAST, E.nodes[x].dtype,
+                                   part_rank(&E, part));
+            c.bcast = part_bcast(&E, part);
+            c.args[0] = x;
+            x = push(&E, &c, -1, part, NULL);
+        }
+        outs[k] = x;
+        kiln__sout *so = &ps->outs[k];
+        so->node = roots[k];
+        so->out = P->out_idx[roots[k]];
+        so->part = part;
+        memcpy(so->map, map, sizeof so->map);
+    }
+    kiln_status st = KILN_OK;
+    if (E.failed) {
+        st = kiln__err(KILN_ERR_NO_MEMORY, "plan: out of memory");
+        goto done;
+    }
+    const seg_build *sb = E.sb;
+    ps->kind = sb->kind;
+    ps->what = what_of(sb->kind);
+    ps->dom_node = sb->dom_node;
+    ps->dom_rank = sb->dom_rank;
+    ps->red_axes = sb->kind == KILN_SEGK_REDUCTION ? sb->red_axes : 0;
+    ps->k_node = -1;
+    if (sb->kind >= KILN_SEGK_MATMUL)
+        ps->k_node = P->f->nodes[sb->anchor].args[0];
+    ps->n_outs = n_roots;
+    ps->n_leaves = E.n_leaves;
+    ps->leaves = E.leaves;
+    E.leaves = NULL;
+    ps->index64 = (uint32_t)P->sig->index64;
+    ps->in_traits = kiln__calloc(ps->n_leaves ? ps->n_leaves : 1, sizeof(uint32_t));
+    ps->out_traits = kiln__calloc(n_roots ? n_roots : 1, sizeof(uint32_t));
+    if (ps->in_traits == NULL || ps->out_traits == NULL) {
+        st = kiln__err(KILN_ERR_NO_MEMORY, "plan: out of memory");
+        goto done;
+    }
+    for (uint32_t k = 0; k < ps->n_leaves; k++) {
+        const kiln__leaf *l = &ps->leaves[k];
+        int32_t dcls[KILN_MAX_RANK];
+        int dr;
+        part_classes(P, sb, l->part, l->own, dcls, &dr);
+        uint32_t t = 0;
+        if (view_contig(P->f, l->node, l->map, dcls, dr, buffer_contig(P, l->node)))
+            t |= KILN_TRAIT_CONTIG;
+        if (buffer_align(P, l->node))
+            t |= KILN_TRAIT_ALIGN16;
+        ps->in_traits[k] = t;
+    }
+    for (uint32_t k = 0; k < n_roots; k++) {
+        const kiln__sout *so = &ps->outs[k];
+        int32_t dcls[KILN_MAX_RANK];
+        int dr;
+        part_classes(P, sb, so->part, -1, dcls, &dr);
+        uint32_t t = 0;
+        if (view_contig(P->f, so->node, so->map, dcls, dr, 1))
+            t |= KILN_TRAIT_CONTIG;
+        if (buffer_align(P, so->node))
+            t |= KILN_TRAIT_ALIGN16;
+        ps->out_traits[k] = t;
+    }
+    /* variant 0: as emitted */
+    ps->ir[0].nodes = E.nodes;
+    ps->ir[0].n_nodes = E.n_nodes;
+    ps->ir[0].outputs = outs;
+    E.nodes = NULL;
+    outs = NULL;
+    if ((st = serialize(ps, &ps->ir[0])) != KILN_OK)
+        goto done;
+    /* variant 1: contracted */
+    kiln_ir_node *cn = kiln__malloc(ps->ir[0].n_nodes * sizeof *cn + 1);
+    int32_t *co = kiln__malloc(n_roots * sizeof *co + 1);
+    if (cn == NULL || co == NULL) {
+        kiln__free(cn);
+        kiln__free(co);
+        st = kiln__err(KILN_ERR_NO_MEMORY, "plan: out of memory");
+        goto done;
+    }
+    memcpy(cn, ps->ir[0].nodes, ps->ir[0].n_nodes * sizeof *cn);
+    memcpy(co, ps->ir[0].outputs, n_roots * sizeof *co);
+    int changed;
+    uint32_t m = contract(P, cn, E.origin, ps->ir[0].n_nodes, co, n_roots,
+                          &changed);
+    if (changed < 0) {
+        kiln__free(cn);
+        kiln__free(co);
+        st = kiln__err(KILN_ERR_NO_MEMORY, "plan: out of memory");
+        goto done;
+    }
+    if (changed == 0) {
+        kiln__free(cn);
+        kiln__free(co);
+        ps->contracts = 0;
+        goto done;
+    }
+    ps->contracts = 1;
+    ps->ir[1].nodes = cn;
+    ps->ir[1].n_nodes = m;
+    ps->ir[1].outputs = co;
+    st = serialize(ps, &ps->ir[1]);
+done:
+    kiln__free(outs);
+    kiln__free(E.nodes);
+    kiln__free(E.origin);
+    kiln__free(E.memo_node);
+    kiln__free(E.memo_part);
+    kiln__free(E.memo_map);
+    kiln__free(E.leaves);
+    return st;
+}
+
+/* ---------------------------------------------------------------- build */
+
+void kiln__plan_free(kiln__plan *p)
+{
+    if (p == NULL)
+        return;
+    for (uint32_t s = 0; p->segs != NULL && s < p->n_segs; s++) {
+        kiln__pseg *ps = &p->segs[s];
+        kiln__free(ps->leaves);
+        kiln__free(ps->outs);
+        kiln__free(ps->in_traits);
+        kiln__free(ps->out_traits);
+        for (int v = 0; v < 2; v++) {
+            kiln__free(ps->ir[v].nodes);
+            kiln__free(ps->ir[v].outputs);
+            kiln__free(ps->ir[v].blob);
+        }
+    }
+    kiln__free(p->segs);
+    kiln__free(p->key);
+    kiln__free(p->f_nodes);
+    kiln__free(p->f_outputs);
+    kiln__free(p->inter_of);
+    kiln__free(p->inter_node);
+    kiln__free(p->out_of);
+    kiln__free(p);
+}
+
+kiln_status kiln__plan_build(const kiln_fusion *f,
+                             const struct kiln_options *o,
+                             const int64_t (*shapes)[KILN_MAX_RANK],
+                             const kiln__sig *sig, kiln__plan **out)
+{
+    (void)shapes;
+    planner P;
+    memset(&P, 0, sizeof P);
+    P.f = f;
+    P.sig = sig;
+    P.n = f->n_nodes;
+    size_t n = P.n ? P.n : 1;
+    kiln_status st = KILN_OK;
+    kiln__plan *p = kiln__calloc(1, sizeof *p);
+    P.uses = kiln__calloc(n, sizeof *P.uses);
+    P.out_idx = kiln__malloc(n * sizeof *P.out_idx);
+    P.owner = kiln__malloc(n * sizeof *P.owner);
+    P.hard = kiln__calloc(n, 1);
+    P.need = kiln__calloc(n, 1);
+    P.mat = kiln__calloc(n, 1);
+    P.segs = kiln__calloc(n, sizeof *P.segs);
+    P.stack = kiln__malloc(n * sizeof *P.stack);
+    P.seen = kiln__calloc(n, 1);
+    int32_t *roots = kiln__malloc(n * sizeof *roots);
+    if (!p || !P.uses || !P.out_idx || !P.owner || !P.hard || !P.need ||
+        !P.mat || !P.segs || !P.stack || !P.seen || !roots) {
+        st = kiln__err(KILN_ERR_NO_MEMORY, "plan: out of memory");
+        goto fail;
+    }
+    for (uint32_t i = 0; i < P.n; i++) {
+        P.out_idx[i] = -1;
+        P.owner[i] = -1;
+        const kiln_ir_node *nd = &f->nodes[i];
+        P.hard[i] = (uint8_t)(is_reduce(nd->op) || nd->op == KILN_OP_MATMUL);
+        for (int k = 0; k < 3; k++)
+            if (nd->args[k] >= 0)
+                P.uses[nd->args[k]]++;
+    }
+    for (uint32_t j = 0; j < f->n_outputs; j++)
+        P.out_idx[f->outputs[j]] = (int32_t)j;
+    if ((st = form_segments(&P, o)) != KILN_OK)
+        goto fail;
+
+    /* Emit the segments last to first: a segment's leaves mark the values
+    ** earlier segments must write (mat), before those are emitted. */
+    p->segs = kiln__calloc(P.n_segs ? P.n_segs : 1, sizeof *p->segs);
+    if (p->segs == NULL) {
+        st = kiln__err(KILN_ERR_NO_MEMORY, "plan: out of memory");
+        goto fail;
+    }
+    p->n_segs = P.n_segs; /* all freed by kiln__plan_free on failure */
+    for (int32_t s = (int32_t)P.n_segs - 1; s >= 0; s--) {
+        uint32_t nr = 0;
+        for (uint32_t i = 0; i < P.n; i++)
+            if (P.owner[i] == s && (P.out_idx[i] >= 0 || P.mat[i] || P.need[i]))
+                roots[nr++] = (int32_t)i;
+        if (nr == 0)
+            continue; /* nothing of it is ever used */
+        if ((st = emit_segment(&P, s, roots, nr, &p->segs[s])) != KILN_OK)
+            goto fail;
+    }
+    uint32_t kept = 0;
+    for (uint32_t s = 0; s < P.n_segs; s++)
+        if (p->segs[s].ir[0].blob != NULL)
+            p->segs[kept++] = p->segs[s];
+    p->n_segs = kept;
+
+    /* buffers: fusion outputs, and intermediates for materialised values */
+    p->out_of = kiln__malloc(n * sizeof *p->out_of);
+    p->inter_of = kiln__malloc(n * sizeof *p->inter_of);
+    p->inter_node = kiln__malloc(n * sizeof *p->inter_node);
+    p->f_nodes = kiln__malloc(n * sizeof *p->f_nodes);
+    p->f_outputs = kiln__malloc((f->n_outputs ? f->n_outputs : 1) * sizeof *p->f_outputs);
+    if (!p->out_of || !p->inter_of || !p->inter_node || !p->f_nodes || !p->f_outputs) {
+        st = kiln__err(KILN_ERR_NO_MEMORY, "plan: out of memory");
+        goto fail;
+    }
+    for (uint32_t i = 0; i < P.n; i++) {
+        p->out_of[i] = P.out_idx[i];
+        p->inter_of[i] = -1;
+        if (f->nodes[i].op != KILN_OP_INPUT && P.out_idx[i] < 0 &&
+            (P.mat[i] || P.need[i]) && P.owner[i] >= 0) {
+            p->inter_of[i] = (int32_t)p->n_inter;
+            p->inter_node[p->n_inter++] = (int32_t)i;
+        }
+    }
+    memcpy(p->f_nodes, f->nodes, P.n * sizeof *p->f_nodes);
+    memcpy(p->f_outputs, f->outputs, f->n_outputs * sizeof *p->f_outputs);
+    p->f_n_nodes = P.n;
+    p->f_n_outputs = f->n_outputs;
+    *out = p;
+    p = NULL;
+    goto cleanup;
+fail:
+    kiln__plan_free(p);
+cleanup:
+    kiln__free(P.uses);
+    kiln__free(P.out_idx);
+    kiln__free(P.owner);
+    kiln__free(P.hard);
+    kiln__free(P.need);
+    kiln__free(P.mat);
+    kiln__free(P.segs);
+    kiln__free(P.stack);
+    kiln__free(P.seen);
+    kiln__free(roots);
+    return st;
+}
+
+/* ----------------------------------------------------------------- dump */
+
+static const char *part_name(uint8_t part)
+{
+    return part == KILN__PART_D ? "D" : part == KILN__PART_K ? "K" : "own";
+}
+
+void kiln__plan_dump(const kiln__plan *p, FILE *out)
+{
+    fprintf(out, "kiln: plan %016llx: %u segment%s\n",
+            (unsigned long long)p->hash, p->n_segs, p->n_segs == 1 ? "" : "s");
+    for (uint32_t s = 0; s < p->n_segs; s++) {
+        const kiln__pseg *ps = &p->segs[s];
+        fprintf(out, "kiln:   segment %u: %s, domain of %%%d (rank %d)%s\n", s,
+                ps->what, ps->dom_node, ps->dom_rank,
+                ps->contracts ? ", contracts under fma" : "");
+        for (uint32_t k = 0; k < ps->n_leaves; k++) {
+            const kiln__leaf *l = &ps->leaves[k];
+            fprintf(out, "kiln:     in%u = %%%d over %s map [", k, l->node,
+                    part_name(l->part));
+            for (int a = 0; a < p->f_nodes[l->node].rank; a++)
+                fprintf(out, "%s%d", a ? "," : "", l->map[a]);
+            fprintf(out, "] traits %u\n", ps->in_traits[k]);
+        }
+        const kiln__segir *ir = &ps->ir[0];
+        for (uint32_t i = 0; i < ir->n_nodes; i++) {
+            const kiln_ir_node *n = &ir->nodes[i];
+            fprintf(out, "kiln:     n%u = %s %s rank %u bcast 0x%x", i,
+                    kiln_op_name((kiln_op)n->op),
+                    kiln_dtype_name((kiln_dtype)n->dtype), n->rank, n->bcast);
+            for (int k = 0; k < 3 && n->args[k] >= 0; k++)
+                fprintf(out, " n%d", n->args[k]);
+            if (n->op == KILN_OP_INPUT)
+                fprintf(out, " io %d", n->io);
+            if (n->op == KILN_OP_CONST)
+                fprintf(out, " 0x%llx", (unsigned long long)n->bits);
+            if (is_reduce(n->op))
+                fprintf(out, " axes 0x%x", n->axes);
+            fputc('\n', out);
+        }
+        for (uint32_t k = 0; k < ps->n_outs; k++)
+            fprintf(out, "kiln:     out%u = n%d -> %%%d (%s)\n", k,
+                    ir->outputs[k], ps->outs[k].node,
+                    ps->outs[k].out >= 0 ? "output" : "intermediate");
+    }
+}
