@@ -876,10 +876,26 @@ static void explain_join(const kiln_fusion *f, int32_t x, int32_t y,
                          kiln_buf *b)
 {
     size_t nflat = (size_t)f->n_nodes * KILN_MAX_RANK;
+    uint32_t ne = f->n_axis_edges;
     int32_t *via = kiln__malloc(nflat * sizeof *via); /* edge that reached */
     int32_t *queue = kiln__malloc(nflat * sizeof *queue);
-    if (via == NULL || queue == NULL)
+    uint32_t *start = kiln__calloc(nflat + 1, sizeof *start); /* CSR rows */
+    uint32_t *adj = kiln__malloc((size_t)ne * 2 * sizeof *adj); /* edge ids */
+    if (via == NULL || queue == NULL || start == NULL || adj == NULL)
         goto done;
+    /* adjacency in edge order, so the path found is deterministic */
+    for (uint32_t k = 0; k < ne; k++) {
+        start[f->axis_edges[3 * k] + 1]++;
+        start[f->axis_edges[3 * k + 1] + 1]++;
+    }
+    for (size_t k = 0; k < nflat; k++)
+        start[k + 1] += start[k];
+    for (size_t k = 0; k < nflat; k++)
+        queue[k] = (int32_t)start[k]; /* fill cursor per row */
+    for (uint32_t k = 0; k < ne; k++) {
+        adj[queue[f->axis_edges[3 * k]]++] = k;
+        adj[queue[f->axis_edges[3 * k + 1]]++] = k;
+    }
     for (size_t k = 0; k < nflat; k++)
         via[k] = -2;
     size_t head = 0, tail = 0;
@@ -887,10 +903,11 @@ static void explain_join(const kiln_fusion *f, int32_t x, int32_t y,
     queue[tail++] = x;
     while (head < tail && via[y] == -2) {
         int32_t u = queue[head++];
-        for (uint32_t k = 0; k < f->n_axis_edges; k++) {
+        for (uint32_t j = start[u]; j < start[u + 1]; j++) {
+            uint32_t k = adj[j];
             int32_t p = f->axis_edges[3 * k], q = f->axis_edges[3 * k + 1];
-            int32_t v = p == u ? q : q == u ? p : -1;
-            if (v >= 0 && via[v] == -2) {
+            int32_t v = p == u ? q : p;
+            if (via[v] == -2) {
                 via[v] = (int32_t)k;
                 queue[tail++] = v;
             }
@@ -908,16 +925,15 @@ static void explain_join(const kiln_fusion *f, int32_t x, int32_t y,
         v = f->axis_edges[3 * k] == v ? f->axis_edges[3 * k + 1]
                                       : f->axis_edges[3 * k];
     }
-    for (size_t k = n; k-- > 0;) {
-        if (k + 1 < n && queue[k] == queue[k + 1])
-            continue;
+    for (size_t k = n; k-- > 0;)
         kiln__buf_printf(b, "%s%s at %%%ld", k + 1 < n ? ", " : "",
                          kiln_op_name((kiln_op)f->nodes[queue[k]].op),
                          (long)queue[k]);
-    }
 done:
     kiln__free(via);
     kiln__free(queue);
+    kiln__free(start);
+    kiln__free(adj);
 }
 
 static kiln_status size_mismatch(const kiln_fusion *f, int32_t x, int64_t sx,
