@@ -93,8 +93,12 @@ $(BUILD)/gen/suites.inc: $(UNIT_SRC)
 $(BUILD)/obj/tests/unit/main.o: $(BUILD)/gen/suites.inc
 $(BUILD)/obj/tests/unit/%.o: CFLAGS += -I$(BUILD)/gen -Itests/unit
 
-$(BUILD)/unit_tests: $(UNIT_OBJ) $(BUILD)/libkiln.a $(BUILD)/plugins/libkiln_test_plugin.so
-	$(CC) -o $@ $(UNIT_OBJ) $(BUILD)/libkiln.a $(LDFLAGS) $(STATIC_DEPS) $(SYSLIBS)
+# The conformance runner's loader and checkers are unit-tested directly
+# (tests/unit/test_conform_check.c), so their objects join the unit binary.
+UNIT_CONF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,conformance/vectors.c \
+                   conformance/check_numeric.c conformance/differential.c)
+$(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a $(BUILD)/plugins/libkiln_test_plugin.so
+	$(CC) -o $@ $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a $(LDFLAGS) $(STATIC_DEPS) $(SYSLIBS)
 
 # Plugins: tests/plugins/NAME.c -> $(BUILD)/plugins/libNAME.so, and the
 # conformance mutants conformance/mutants/NAME.c -> $(BUILD)/mutants/NAME.so.

@@ -1,11 +1,785 @@
-/* runner.c -- `kiln conform` (placeholder until Step 3 lands). */
+/*
+** runner.c -- `kiln conform`: load the vector files, select tests
+** (--category, --filter, --shard), run each as a Check loop test in fork
+** mode against the chosen backend, and report (docs/conformance.md,
+** "Running the suite").
+**
+** How results travel: Check runs every test in a child process (so a
+** crashing backend fails one test), and only pass/fail and a message come
+** back through Check.  The rest -- skip reasons, times, ULP statistics --
+** each child appends as one JSON line to a results file the parent opened
+** (O_APPEND, one write per test).  Progress on a terminal comes from a
+** small shared-memory counter the children update.  The parent merges
+** Check's results (in run order) with the lines (keyed by test index).
+**
+** The one file-scope variable, `current`, points at the run being executed:
+** Check's loop tests receive only an index, so the tests must find the
+** selection somewhere.  It is set once before srunner_run_all and only
+** read by the tests.
+**
+** The parent never touches a device: the backend probe runs in a child, so
+** a CUDA driver is never initialised before fork.
+*/
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <regex.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli/cli.h"
+#include "conform.h"
+
+typedef struct progress { /* shared between the parent and the children */
+    long done, failed, in_flight; /* in_flight: index + 1 of a started test */
+} progress;
+
+typedef struct run {
+    cf_target tg;
+    cf_file *files;
+    size_t n_files;
+    const cf_test **sel;   /* the selected tests, in run order */
+    size_t n_sel;
+    size_t *cat_pos;       /* position of sel[i] within its category */
+    size_t *cat_total;     /* selected tests of sel[i]'s category */
+    int chan;              /* results file, O_APPEND */
+    progress *prog;
+    int tty;
+} run;
+
+static const run *current;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void test_id(const cf_test *t, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/%d", t->category, t->tcid);
+}
+
+/* ------------------------------------------------------- the Check test */
+
+static void progress_start(const run *r, size_t i)
+{
+    progress *p = r->prog;
+    if (p->in_flight) { /* the previous test never finished: crash/timeout */
+        p->done++;
+        p->failed++;
+    }
+    p->in_flight = (long)i + 1;
+}
+
+static void progress_end(const run *r, size_t i, int failed)
+{
+    progress *p = r->prog;
+    p->done++;
+    p->failed += failed;
+    p->in_flight = 0;
+    if (r->tty)
+        fprintf(stderr, "\r\033[K[%s] %zu/%zu  failures: %ld",
+                r->sel[i]->category, r->cat_pos[i] + 1, r->cat_total[i],
+                p->failed);
+}
+
+/* One JSON line per finished test into the results file. */
+static void channel_write(const run *r, size_t i, const cf_outcome *o,
+                          double ms)
+{
+    static const char *const st[] = {"pass", "fail", "skip"};
+    json_t *ulp = json_array();
+    for (size_t k = 0; k < o->n_ulp; k++)
+        json_array_append_new(ulp, json_pack("[ssI]", o->ulp[k].op,
+                                             o->ulp[k].dtype,
+                                             (json_int_t)o->ulp[k].ulp));
+    json_t *line = json_pack("{sIsssfsssbso}", "i", (json_int_t)i, "s",
+                             st[o->status], "ms", ms, "msg", o->msg, "acc",
+                             o->acceptable, "ulp", ulp);
+    char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+    if (text) {
+        size_t n = strlen(text);
+        text[n] = '\n'; /* json_dumps' NUL becomes the line end */
+        ssize_t w = write(r->chan, text, n + 1);
+        (void)w; /* a lost line only loses statistics; Check has the verdict */
+        free(text);
+    }
+    json_decref(line);
+}
+
+START_TEST(conform_test)
+{
+    const run *r = current;
+    const cf_test *t = r->sel[_i];
+    char id[96];
+    cf_outcome o;
+    test_id(t, id, sizeof id);
+    progress_start(r, (size_t)_i);
+    double t0 = now_ms();
+    cf_run_test(&r->tg, t, &o);
+    channel_write(r, (size_t)_i, &o, now_ms() - t0);
+    progress_end(r, (size_t)_i, o.status == CF_FAIL);
+    if (o.status == CF_FAIL)
+        ck_abort_msg("%s: %s", id, o.msg);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- probing */
+
+/* kiln_backend_probe in a child process (a CUDA driver must not be
+** initialised in the parent, whose children would inherit it unusable).
+** Returns the status; why receives the reason. */
+static kiln_status probe(const char *backend, char *why, size_t cap)
+{
+    int fd[2];
+    why[0] = '\0';
+    if (pipe(fd) != 0) {
+        snprintf(why, cap, "pipe: %s", strerror(errno));
+        return KILN_ERR_IO;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        snprintf(why, cap, "fork: %s", strerror(errno));
+        return KILN_ERR_IO;
+    }
+    if (pid == 0) {
+        char msg[512];
+        close(fd[0]);
+        kiln_status st = kiln_backend_probe(backend, msg, sizeof msg);
+        int code = (int)st;
+        ssize_t w = write(fd[1], &code, sizeof code);
+        w += write(fd[1], msg, strnlen(msg, sizeof msg - 1));
+        _exit(w > 0 ? 0 : 1);
+    }
+    close(fd[1]);
+    int code = -1;
+    size_t got = 0;
+    char buf[520];
+    ssize_t n;
+    while ((n = read(fd[0], buf + got, sizeof buf - 1 - got)) > 0)
+        got += (size_t)n;
+    close(fd[0]);
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    if (got < sizeof code) {
+        snprintf(why, cap, "the probe of '%s' crashed (status %d)", backend, ws);
+        return KILN_ERR_BACKEND_UNAVAILABLE;
+    }
+    memcpy(&code, buf, sizeof code);
+    buf[got] = '\0';
+    snprintf(why, cap, "%.500s", buf + sizeof code);
+    return (kiln_status)code;
+}
+
+/* ----------------------------------------------------------------- usage */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+"usage: kiln conform [OPTIONS]\n"
+"\n"
+"Run the conformance suite (conformance/vectors/*.json) against a backend.\n"
+"Every vector test is a Check test run in its own process (fork mode), so a\n"
+"crashing backend fails one test.  Exit status: 0 when every test that ran\n"
+"passed (skips print their reason), 1 when a test failed or the vectors\n"
+"could not be read, 2 on a usage error.\n"
+"\n"
+"options:\n"
+"  --backend NAME     ref, cuda, nvrtc, auto (default: cuda when usable,\n"
+"                     else ref), or the path of a backend plugin (.so)\n"
+"  --device N         device ordinal for device backends (default 0)\n"
+"  --vectors DIR      vector directory (default: conformance/vectors)\n"
+"  --category NAME    run only this category (repeatable): options.parse,\n"
+"                     options.precedence, cache.isolation, numerics,\n"
+"                     differential\n"
+"  --filter REGEX     run tests whose id (category/tcId) or comment matches\n"
+"                     the POSIX extended REGEX\n"
+"  --shard I/N        run the I-th of N deterministic shares (1 <= I <= N):\n"
+"                     test k of the selection (suite order) runs in shard\n"
+"                     (k mod N) + 1\n"
+"  --list             print the selected test ids and exit\n"
+"  --tap FILE         write TAP version 13\n"
+"  --junit FILE       write JUnit XML\n"
+"  --report FILE.md   write a Markdown report\n"
+"  --timeout SECONDS  per-test time limit (default 60; fork mode only)\n"
+"  --serde            round-trip kernels through the on-disk kernel database\n"
+"                     (not in this build)\n"
+"  -h, --help         this text\n"
+"\n"
+"Environment: CK_FORK=no runs every test in this process (faster on a GPU,\n"
+"but a crash ends the run).  KILN_ENABLE/KILN_DISABLE/KILN_DUMP do not\n"
+"affect the suite: each test states its own environment.\n");
+}
+
+/* ------------------------------------------------------------ selection */
+
+static int cat_rank(const char *c)
+{
+    for (int i = 0; cf_categories[i]; i++)
+        if (strcmp(cf_categories[i], c) == 0)
+            return i;
+    return 1000;
+}
+
+static int cmp_files(const void *a, const void *b)
+{
+    const cf_file *x = a, *y = b;
+    int ra = cat_rank(x->category), rb = cat_rank(y->category);
+    if (ra != rb)
+        return ra < rb ? -1 : 1;
+    return strcmp(x->category, y->category);
+}
+
+/* Load every *.json of dir (sorted by suite order).  Non-zero + message on
+** stderr on failure. */
+static int load_dir(const char *dir, run *r)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        fprintf(stderr, "kiln conform: cannot open vector directory '%s': %s\n",
+                dir, strerror(errno));
+        return 1;
+    }
+    struct dirent *e;
+    char **names = NULL;
+    size_t n = 0;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        char **nn = realloc(names, (n + 1) * sizeof *names);
+        if (nn == NULL)
+            break;
+        names = nn;
+        names[n] = malloc(strlen(dir) + len + 2);
+        if (names[n] == NULL)
+            break;
+        sprintf(names[n], "%s/%s", dir, e->d_name);
+        n++;
+    }
+    closedir(d);
+    r->files = calloc(n + 1, sizeof *r->files);
+    int rc = r->files == NULL;
+    for (size_t i = 0; i < n && !rc; i++) {
+        char err[CF_MSG];
+        if (cf_file_load(names[i], &r->files[r->n_files], err, sizeof err)) {
+            fprintf(stderr, "kiln conform: %s\n", err);
+            rc = 1;
+        } else {
+            r->n_files++;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    if (rc)
+        return 1;
+    if (r->n_files == 0) {
+        fprintf(stderr, "kiln conform: no *.json vector files in '%s'\n", dir);
+        return 1;
+    }
+    qsort(r->files, r->n_files, sizeof *r->files, cmp_files);
+    for (size_t i = 1; i < r->n_files; i++)
+        if (strcmp(r->files[i].category, r->files[i - 1].category) == 0) {
+            fprintf(stderr, "kiln conform: %s and %s both hold category '%s'\n",
+                    r->files[i - 1].path, r->files[i].path,
+                    r->files[i].category);
+            return 1;
+        }
+    return 0;
+}
+
+/* Default vector directory: ./conformance/vectors, else next to the
+** binary (BUILD/kiln -> BUILD/../conformance/vectors). */
+static const char *default_vectors(char *buf, size_t cap)
+{
+    DIR *d = opendir("conformance/vectors");
+    if (d) {
+        closedir(d);
+        return "conformance/vectors";
+    }
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        for (int up = 0; up < 3; up++) {
+            char *slash = strrchr(exe, '/');
+            if (slash == NULL)
+                break;
+            *slash = '\0';
+            snprintf(buf, cap, "%s/conformance/vectors", exe);
+            if ((d = opendir(buf)) != NULL) {
+                closedir(d);
+                return buf;
+            }
+        }
+    }
+    return "conformance/vectors";
+}
+
+/* --------------------------------------------------------------- results */
+
+/* Read the children's JSON lines back and merge them with Check's
+** verdicts (results[k] is the k-th test run). */
+static void collect(const run *r, SRunner *sr, cf_result *res,
+                    cf_ulp_row **ulps, size_t *n_ulps)
+{
+    for (size_t i = 0; i < r->n_sel; i++) {
+        res[i].test = r->sel[i];
+        test_id(r->sel[i], res[i].id, sizeof res[i].id);
+        res[i].status = CF_PASS;
+    }
+    /* The results file: one line per finished test. */
+    off_t size = lseek(r->chan, 0, SEEK_END);
+    char *text = size > 0 ? malloc((size_t)size + 1) : NULL;
+    size_t got = 0;
+    while (text && got < (size_t)size) {
+        ssize_t n = pread(r->chan, text + got, (size_t)size - got, (off_t)got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    int *seen = calloc(r->n_sel + 1, sizeof *seen);
+    for (char *p = text, *e; text && seen && p < text + got; p = e + 1) {
+        e = memchr(p, '\n', (size_t)(text + got - p));
+        if (e == NULL)
+            break;
+        *e = '\0';
+        json_t *j = json_loads(p, 0, NULL);
+        json_t *ulp = NULL;
+        json_int_t i = -1, acc = 0;
+        const char *s = NULL, *msg = NULL;
+        double ms = 0;
+        if (j && json_unpack(j, "{sIsssFsssbso}", "i", &i, "s", &s, "ms", &ms,
+                             "msg", &msg, "acc", &acc, "ulp", &ulp) == 0 &&
+            i >= 0 && (size_t)i < r->n_sel) {
+            cf_result *rs = &res[i];
+            seen[i] = 1;
+            rs->ms = ms;
+            rs->acceptable = (int)acc;
+            rs->status = strcmp(s, "skip") == 0   ? CF_SKIP
+                         : strcmp(s, "fail") == 0 ? CF_FAIL
+                                                  : CF_PASS;
+            if (rs->status != CF_PASS)
+                rs->msg = strdup(msg);
+            for (size_t k = 0; k < json_array_size(ulp); k++) {
+                const char *op, *dt;
+                json_int_t u;
+                if (json_unpack(json_array_get(ulp, k), "[ssI]", &op, &dt, &u))
+                    continue;
+                size_t m = 0;
+                while (m < *n_ulps && (strcmp((*ulps)[m].op, op) != 0 ||
+                                       strcmp((*ulps)[m].dtype, dt) != 0))
+                    m++;
+                if (m == *n_ulps) {
+                    cf_ulp_row *nu = realloc(*ulps, (m + 1) * sizeof **ulps);
+                    if (nu == NULL)
+                        continue;
+                    *ulps = nu;
+                    memset(&nu[m], 0, sizeof nu[m]);
+                    snprintf(nu[m].op, sizeof nu[m].op, "%s", op);
+                    snprintf(nu[m].dtype, sizeof nu[m].dtype, "%s", dt);
+                    (*n_ulps)++;
+                }
+                if ((uint64_t)u > (*ulps)[m].ulp)
+                    (*ulps)[m].ulp = (uint64_t)u;
+                (*ulps)[m].tests++;
+            }
+        }
+        json_decref(j);
+    }
+    /* Check's verdicts are authoritative: a crash or timeout leaves no
+    ** line, only Check's message ("Received signal 11", "Test timeout"). */
+    TestResult **tr = srunner_results(sr);
+    size_t ntr = (size_t)srunner_ntests_run(sr);
+    for (size_t k = 0; tr && k < ntr && k < r->n_sel; k++) {
+        int rt = tr_rtype(tr[k]);
+        cf_result *rs = &res[k];
+        if (rt == CK_PASS) {
+            if (rs->status == CF_FAIL) { /* cannot happen; be explicit */
+                free(rs->msg);
+                rs->msg = NULL;
+                rs->status = CF_PASS;
+            }
+            continue;
+        }
+        if (rs->status != CF_FAIL || rs->msg == NULL || !seen[k]) {
+            char m[CF_MSG];
+            snprintf(m, sizeof m, "%s%s", rt == CK_ERROR ? "error: " : "",
+                     tr_msg(tr[k]) ? tr_msg(tr[k]) : "failed");
+            free(rs->msg);
+            rs->msg = strdup(m);
+        }
+        rs->status = CF_FAIL;
+    }
+    free(tr);
+    free(seen);
+    free(text);
+}
+
+static int cmp_ulp(const void *a, const void *b)
+{
+    const cf_ulp_row *x = a, *y = b;
+    int c = strcmp(x->op, y->op);
+    return c ? c : strcmp(x->dtype, y->dtype);
+}
+
+/* ------------------------------------------------------------------ main */
+
+static int parse_shard(const char *s, long *i, long *n)
+{
+    char *e;
+    *i = strtol(s, &e, 10);
+    if (e == s || *e != '/')
+        return 1;
+    const char *t = e + 1;
+    *n = strtol(t, &e, 10);
+    return e == t || *e != '\0' || *n < 1 || *i < 1 || *i > *n;
+}
 
 int kiln_cmd_conform(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "kiln conform: not implemented in this build\n");
-    return 2;
+    const char *backend = "auto", *vectors = NULL, *filter = NULL;
+    const char *tap = NULL, *junit = NULL, *report = NULL, *shard = "1/1";
+    const char **cats = calloc((size_t)argc + 1, sizeof *cats);
+    size_t n_cats = 0;
+    long device = 0, shard_i = 1, shard_n = 1;
+    double timeout = 60;
+    int list = 0, rc = 2;
+    char vbuf[4200];
+    if (cats == NULL)
+        return 2;
+    if (kiln_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        free(cats);
+        return 0;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+#define ARG(name) (strcmp(a, name) == 0 && has)
+        if (ARG("--backend"))
+            backend = argv[++i];
+        else if (ARG("--device")) {
+            char *e;
+            device = strtol(argv[++i], &e, 10);
+            if (*e || device < 0) {
+                fprintf(stderr, "kiln conform: --device needs an ordinal >= 0\n");
+                goto out;
+            }
+        } else if (ARG("--vectors"))
+            vectors = argv[++i];
+        else if (ARG("--category"))
+            cats[n_cats++] = argv[++i];
+        else if (ARG("--filter"))
+            filter = argv[++i];
+        else if (ARG("--shard")) {
+            shard = argv[++i];
+            if (parse_shard(shard, &shard_i, &shard_n)) {
+                fprintf(stderr, "kiln conform: --shard needs I/N with "
+                        "1 <= I <= N (got '%s')\n", shard);
+                goto out;
+            }
+        } else if (ARG("--tap"))
+            tap = argv[++i];
+        else if (ARG("--junit"))
+            junit = argv[++i];
+        else if (ARG("--report"))
+            report = argv[++i];
+        else if (ARG("--timeout")) {
+            char *e;
+            timeout = strtod(argv[++i], &e);
+            if (*e || !(timeout > 0)) {
+                fprintf(stderr, "kiln conform: --timeout needs seconds > 0\n");
+                goto out;
+            }
+        } else if (strcmp(a, "--list") == 0)
+            list = 1;
+        else if (strcmp(a, "--serde") == 0) {
+            fprintf(stderr, "kiln conform: --serde needs the on-disk kernel "
+                    "database, not in this build\n");
+            goto out;
+        } else {
+            fprintf(stderr, "kiln conform: %s '%s' (see kiln conform --help)\n",
+                    a[0] == '-' && !has ? "missing value or unknown option"
+                                        : "unknown argument", a);
+            goto out;
+        }
+#undef ARG
+    }
+    regex_t re;
+    int have_re = 0;
+    if (filter) {
+        int e = regcomp(&re, filter, REG_EXTENDED | REG_NOSUB);
+        if (e != 0) {
+            char m[256];
+            regerror(e, &re, m, sizeof m);
+            fprintf(stderr, "kiln conform: --filter '%s': %s\n", filter, m);
+            goto out;
+        }
+        have_re = 1;
+    }
+
+    run r;
+    FILE *devnull = NULL;
+    memset(&r, 0, sizeof r);
+    r.chan = -1;
+    if (vectors == NULL)
+        vectors = default_vectors(vbuf, sizeof vbuf);
+    if (load_dir(vectors, &r)) {
+        rc = 1;
+        goto done;
+    }
+    for (size_t c = 0; c < n_cats; c++) {
+        size_t f = 0;
+        while (f < r.n_files && strcmp(r.files[f].category, cats[c]) != 0)
+            f++;
+        if (f == r.n_files) {
+            fprintf(stderr, "kiln conform: no category '%s' in %s; present:",
+                    cats[c], vectors);
+            for (size_t k = 0; k < r.n_files; k++)
+                fprintf(stderr, " %s", r.files[k].category);
+            fprintf(stderr, "\n");
+            goto done;
+        }
+    }
+
+    /* Selection: categories, filter, then the shard (suite order). */
+    size_t total = 0, k = 0;
+    for (size_t f = 0; f < r.n_files; f++)
+        total += r.files[f].n_tests;
+    r.sel = calloc(total + 1, sizeof *r.sel);
+    r.cat_pos = calloc(total + 1, sizeof *r.cat_pos);
+    r.cat_total = calloc(total + 1, sizeof *r.cat_total);
+    if (!r.sel || !r.cat_pos || !r.cat_total)
+        goto done;
+    for (size_t f = 0; f < r.n_files; f++) {
+        int want = n_cats == 0;
+        for (size_t c = 0; c < n_cats; c++)
+            want |= strcmp(cats[c], r.files[f].category) == 0;
+        if (!want)
+            continue;
+        for (size_t t = 0; t < r.files[f].n_tests; t++) {
+            const cf_test *ts = &r.files[f].tests[t];
+            char id[96];
+            test_id(ts, id, sizeof id);
+            if (have_re && regexec(&re, id, 0, NULL, 0) != 0 &&
+                regexec(&re, ts->comment, 0, NULL, 0) != 0)
+                continue;
+            if ((long)(k++ % (size_t)shard_n) != shard_i - 1)
+                continue;
+            r.sel[r.n_sel++] = ts;
+        }
+    }
+    for (size_t i = 0, start = 0; i <= r.n_sel; i++) {
+        if (i == r.n_sel || (i > start && r.sel[i]->category != r.sel[start]->category)) {
+            for (size_t j = start; j < i; j++) {
+                r.cat_pos[j] = j - start;
+                r.cat_total[j] = i - start;
+            }
+            start = i;
+        }
+    }
+    if (list) {
+        for (size_t i = 0; i < r.n_sel; i++) {
+            char id[96];
+            test_id(r.sel[i], id, sizeof id);
+            printf("%s\n", id);
+        }
+        rc = 0;
+        goto done;
+    }
+
+    /* The backend: auto = cuda when usable, else ref. */
+    char why[512] = "", note[600] = "", skip_all[600] = "";
+    const char *chosen = backend;
+    if (strcmp(backend, "auto") == 0) {
+        if (probe("cuda", why, sizeof why) == KILN_OK) {
+            chosen = "cuda";
+            snprintf(note, sizeof note, "auto: cuda is usable");
+        } else {
+            chosen = "ref";
+            snprintf(note, sizeof note, "auto: cuda not usable: %s", why);
+        }
+    } else if (probe(backend, why, sizeof why) != KILN_OK) {
+        if (strchr(backend, '/') != NULL || strstr(backend, ".so") != NULL) {
+            fprintf(stderr, "kiln conform: backend '%s' is not usable: %s\n",
+                    backend, why);
+            rc = 1;
+            goto done;
+        }
+        snprintf(skip_all, sizeof skip_all, "%s: %s", backend, why);
+    }
+    printf("kiln conform: backend %s%s%s%s\n", chosen, note[0] ? " (" : "",
+           note, note[0] ? ")" : "");
+    printf("kiln conform: %zu of %zu tests from %zu files in %s (shard %s)\n",
+           r.n_sel, total, r.n_files, vectors, shard);
+    fflush(stdout);
+    r.tg.backend = chosen;
+    r.tg.device = (int)device;
+    /* Tests that set KILN_DUMP would print their dumps into our report:
+    ** send them to /dev/null (the dump text is not what the suite judges). */
+    devnull = fopen("/dev/null", "w");
+    r.tg.dump_stream = devnull;
+    r.tty = isatty(2);
+
+    double t0 = now_ms();
+    cf_result *res = calloc(r.n_sel + 1, sizeof *res);
+    cf_ulp_row *ulps = NULL;
+    size_t n_ulps = 0;
+    SRunner *sr = NULL;
+    if (res == NULL)
+        goto done;
+    if (skip_all[0]) { /* e.g. "cuda: no driver": every test skips */
+        for (size_t i = 0; i < r.n_sel; i++) {
+            res[i].test = r.sel[i];
+            test_id(r.sel[i], res[i].id, sizeof res[i].id);
+            res[i].status = CF_SKIP;
+            res[i].msg = strdup(skip_all);
+        }
+    } else if (r.n_sel > 0) {
+        char tmpl[] = "/tmp/kiln-conform-XXXXXX";
+        r.chan = mkstemp(tmpl);
+        if (r.chan < 0) {
+            fprintf(stderr, "kiln conform: results file: %s\n", strerror(errno));
+            rc = 1;
+            goto done;
+        }
+        unlink(tmpl);
+        fcntl(r.chan, F_SETFL, O_APPEND);
+        r.prog = mmap(NULL, sizeof *r.prog, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (r.prog == MAP_FAILED) {
+            r.prog = NULL;
+            fprintf(stderr, "kiln conform: mmap: %s\n", strerror(errno));
+            rc = 1;
+            goto done;
+        }
+        memset(r.prog, 0, sizeof *r.prog);
+        Suite *s = suite_create("kiln-conformance");
+        for (size_t i = 0, start = 0; i <= r.n_sel; i++) {
+            if (i < r.n_sel && (i == start || r.sel[i]->category == r.sel[start]->category))
+                continue;
+            TCase *tc = tcase_create(r.sel[start]->category);
+            tcase_set_timeout(tc, timeout);
+            tcase_add_loop_test(tc, conform_test, (int)start, (int)i);
+            suite_add_tcase(s, tc);
+            start = i;
+        }
+        sr = srunner_create(s);
+        current = &r;
+        srunner_run_all(sr, CK_SILENT);
+        current = NULL;
+        if (r.tty)
+            fprintf(stderr, "\r\033[K");
+        collect(&r, sr, res, &ulps, &n_ulps);
+    }
+    qsort(ulps, n_ulps, sizeof *ulps, cmp_ulp);
+
+    /* Per-category rows, in suite order. */
+    cf_cat_row *rows = calloc(r.n_files + 1, sizeof *rows);
+    size_t n_rows = 0, failed = 0, skipped = 0;
+    for (size_t i = 0; rows && i < r.n_sel; i++) {
+        if (n_rows == 0 || strcmp(rows[n_rows - 1].category, r.sel[i]->category) != 0)
+            rows[n_rows++].category = r.sel[i]->category;
+        cf_cat_row *cr = &rows[n_rows - 1];
+        cr->ms += res[i].ms;
+        if (res[i].status == CF_FAIL)
+            cr->failed++, failed++;
+        else if (res[i].status == CF_SKIP)
+            cr->skipped++, skipped++;
+        else
+            cr->passed++;
+    }
+    /* Failures one per line; skips grouped by reason (each reason shown). */
+    for (size_t i = 0; i < r.n_sel; i++)
+        if (res[i].status == CF_FAIL)
+            printf("FAIL %s (%s): %s\n", res[i].id, r.sel[i]->comment,
+                   res[i].msg ? res[i].msg : "");
+    for (size_t i = 0; i < r.n_sel; i++) {
+        if (res[i].status != CF_SKIP || res[i].msg == NULL)
+            continue;
+        size_t same = 0, first = 1;
+        for (size_t j = 0; j < i; j++)
+            if (res[j].status == CF_SKIP && res[j].msg &&
+                strcmp(res[j].msg, res[i].msg) == 0)
+                first = 0;
+        if (!first)
+            continue;
+        for (size_t j = i; j < r.n_sel; j++)
+            same += res[j].status == CF_SKIP && res[j].msg &&
+                    strcmp(res[j].msg, res[i].msg) == 0;
+        if (same == 1)
+            printf("SKIP %s: %s\n", res[i].id, res[i].msg);
+        else
+            printf("SKIP %zu tests (%s, ...): %s\n", same, res[i].id,
+                   res[i].msg);
+    }
+    cf_summary sum;
+    memset(&sum, 0, sizeof sum);
+    sum.backend = chosen;
+    sum.backend_note = note;
+    sum.vectors_dir = vectors;
+    sum.shard = shard;
+    sum.suite_version = r.n_files ? r.files[0].suite_version : NULL;
+    sum.results = res;
+    sum.n_results = r.n_sel;
+    sum.cats = rows;
+    sum.n_cats = n_rows;
+    sum.ulps = ulps;
+    sum.n_ulps = n_ulps;
+    sum.wall_s = (now_ms() - t0) / 1000.0;
+    cf_report_text(&sum, stdout);
+    int werr = 0;
+    if (report)
+        werr |= cf_report_markdown(&sum, report);
+    if (junit)
+        werr |= cf_report_junit(&sum, junit);
+    if (tap)
+        werr |= cf_report_tap(&sum, tap);
+    if (sr) {
+        printf("\n");
+        fflush(stdout);
+        srunner_print(sr, CK_MINIMAL); /* Check's closing summary line */
+    } else {
+        printf("\n%zu tests: %zu skipped, none run\n", r.n_sel, skipped);
+    }
+    rc = failed || werr ? 1 : 0;
+    if (sr)
+        srunner_free(sr);
+    for (size_t i = 0; i < r.n_sel; i++)
+        free(res[i].msg);
+    free(res);
+    free(rows);
+    free(ulps);
+done:
+    if (devnull)
+        fclose(devnull);
+    if (r.chan >= 0)
+        close(r.chan);
+    if (r.prog)
+        munmap(r.prog, sizeof *r.prog);
+    for (size_t f = 0; f < r.n_files; f++)
+        cf_file_free(&r.files[f]);
+    free(r.files);
+    free(r.sel);
+    free(r.cat_pos);
+    free(r.cat_total);
+    if (have_re)
+        regfree(&re);
+out:
+    free(cats);
+    return rc;
 }

@@ -1,0 +1,259 @@
+/*
+** conform.h -- internal declarations of the conformance runner
+** (`kiln conform`).  The runner is a *client* of Kiln: it uses only the
+** public API of kiln.h, never internal.h, so a pass proves the black-box
+** contract.  docs/conformance.md describes the vector format and the runner.
+**
+** Layers (one file each):
+**   vectors.c       load and validate vector files (jansson); hex bit
+**                   patterns; tensors (strided storage, repeat data)
+**   check_numeric.c ULP distance, FTZ, NaN rules; the output check kinds
+**                   (exact / ulp / abs / sumBound) and their comparison
+**   differential.c  splitmix64 input generation for differential tests
+**   cases.c         one function per category that runs a vector test
+**                   against a backend through the public API
+**   report.c        per-category table, ULP table, Markdown/JUnit/TAP
+**   runner.c        command line, selection, sharding, Check wiring
+**
+** Memory here is plain malloc/free: the runner is outside libkiln and its
+** allocation hooks.  Every loader/checker reports failures as text in a
+** caller buffer (err, cap) and returns non-zero; none aborts on bad input.
+*/
+#ifndef KILN_CONFORM_H
+#define KILN_CONFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <jansson.h>
+
+#include "kiln.h"
+
+#define CF_MSG 1024 /* size of message buffers */
+
+/* ----------------------------------------------------------- vector files */
+
+typedef struct cf_test {
+    const char *category;  /* borrowed from the file */
+    int tcid;
+    const char *comment;   /* borrowed from the JSON tree */
+    const char *result;    /* "valid" | "invalid" | "acceptable" */
+    const char *group_type;/* the test group's "type" */
+    json_t *json;          /* the test object (borrowed from the tree) */
+} cf_test;
+
+typedef struct cf_file {
+    char *path;
+    char *category;
+    char *suite_version;
+    json_t *root;          /* owned */
+    cf_test *tests;        /* n_tests, in tcId order */
+    size_t n_tests;
+} cf_file;
+
+/* Load and validate one vector file: the common fields of docs/
+** conformance.md (suite, suiteVersion with major 1, category,
+** numberOfTests, notes, testGroups, and per test tcId/comment/flags/
+** result; every flag defined in notes; tcIds unique).  Category-specific
+** fields are checked when the test runs.  On error returns non-zero with
+** "PATH: where: what" in err, and *out is untouched.  Free with
+** cf_file_free (accepts a zeroed struct). */
+int cf_file_load(const char *path, cf_file *out, char *err, size_t cap);
+void cf_file_free(cf_file *f);
+
+/* Parse a hex bit pattern ("0x3f800000") of dtype dt into *bits.  The
+** digits must fit the dtype's width (bool: 0x0 or 0x1).  Non-zero + err on
+** failure. */
+int cf_hex_parse(const char *s, kiln_dtype dt, uint64_t *bits, char *err,
+                 size_t cap);
+
+/* A host tensor decoded from JSON.  data holds `storage` elements of the
+** dtype, packed little-endian as in memory; element (i0,..) lives at
+** sum(i_k * strides[k]). */
+typedef struct cf_tensor {
+    kiln_dtype dtype;
+    int rank;
+    int64_t shape[KILN_MAX_RANK];
+    int64_t strides[KILN_MAX_RANK];
+    int strided;           /* "strides" was given */
+    size_t numel;
+    size_t storage;        /* elements in data */
+    unsigned char *data;
+} cf_tensor;
+
+/* Decode {"dtype","shape","strides"?,"data"} at JSON path `where`.  With
+** need_data = 0 "data" may be absent (differential inputs).  On error
+** non-zero, err names the path ("inputs[1].data[3]: ..."), *t untouched. */
+int cf_tensor_from_json(const json_t *j, const char *where, int need_data,
+                        cf_tensor *t, char *err, size_t cap);
+void cf_tensor_free(cf_tensor *t);
+/* Element k (in storage order) as bits. */
+uint64_t cf_load_bits(kiln_dtype dt, const void *data, size_t k);
+void cf_store_bits(kiln_dtype dt, void *data, size_t k, uint64_t bits);
+/* Copy a strided tensor into contiguous row-major element order. */
+void cf_tensor_gather(const cf_tensor *t, void *dst);
+
+/* Helpers for typed JSON access with a path in the error message. */
+int cf_json_string(const json_t *obj, const char *key, const char *where,
+                   const char **out, char *err, size_t cap);
+/* A list of strings (NULL or absent -> 0 items); *out is malloc'd. */
+int cf_json_strings(const json_t *obj, const char *key, const char *where,
+                    const char ***out, size_t *n, char *err, size_t cap);
+
+/* ------------------------------------------------------------- numerics */
+
+/* Floating-point classification on bit patterns (f16, bf16, f32, f64). */
+int cf_is_float(kiln_dtype dt);
+int cf_is_nan(kiln_dtype dt, uint64_t bits);
+int cf_is_denormal(kiln_dtype dt, uint64_t bits);
+int cf_is_zero(kiln_dtype dt, uint64_t bits);
+int cf_sign(kiln_dtype dt, uint64_t bits);
+double cf_to_double(kiln_dtype dt, uint64_t bits); /* exact (i64: rounded) */
+
+/* ULP distance on the ordered integer representation: negative values are
+** mapped to -(bits & ~sign), so +0 and -0 are 0 apart, adjacent floats 1
+** apart and infinity one step beyond the largest finite value.  Two NaNs
+** are 0 apart; a NaN and a non-NaN are CF_ULP_INF apart. */
+#define CF_ULP_INF UINT64_MAX
+uint64_t cf_ulp_distance(kiln_dtype dt, uint64_t a, uint64_t b);
+
+typedef enum cf_check_kind {
+    CF_CHECK_EXACT = 0,
+    CF_CHECK_ULP = 1,
+    CF_CHECK_ABS = 2,
+    CF_CHECK_SUMBOUND = 3
+} cf_check_kind;
+
+typedef struct cf_alt {
+    size_t index;
+    uint64_t *bits;
+    size_t n;
+} cf_alt;
+
+typedef struct cf_check {
+    cf_check_kind kind;
+    uint64_t max_ulp;          /* ULP: uniform bound */
+    uint64_t *max_per_element; /* ULP: per-element bounds (or NULL) */
+    double *bounds;            /* ABS: per-element bound */
+    size_t n_per;              /* length of max_per_element / bounds */
+    int ftz;
+    cf_alt *alts;
+    size_t n_alts;
+    /* SUMBOUND (differential): |got - ref| <= 2 * (ceil(log2 n) + 2) *
+    ** u * S, S from the runner (see differential.c). */
+    int64_t sum_n;
+    double sum_u;
+} cf_check;
+
+/* Decode a check object for an output of dtype dt and numel elements.
+** Non-zero + err on failure; *c untouched. */
+int cf_check_from_json(const json_t *j, const char *where, kiln_dtype dt,
+                       size_t numel, cf_check *c, char *err, size_t cap);
+void cf_check_free(cf_check *c);
+
+typedef struct cf_cmp_stats {
+    uint64_t max_ulp;   /* largest ULP distance seen (ULP checks) */
+    double max_abs;     /* largest |got - ref| (ABS / SUMBOUND checks) */
+    int acceptable;     /* some element matched only an alternative */
+    int ulp_seen;       /* max_ulp is meaningful */
+} cf_cmp_stats;
+
+/* Compare numel contiguous elements `got` with the reference `want` under
+** check c.  sum_scale (SUMBOUND only) gives S per element (NULL: 0).
+** Returns 0 when every element passes; otherwise non-zero and msg names
+** the first failing element: index, got, expected, distance and bound.
+** stats accumulates (may be NULL). */
+int cf_compare(const cf_check *c, kiln_dtype dt, size_t numel,
+               const void *got, const void *want, const double *sum_scale,
+               cf_cmp_stats *stats, char *msg, size_t cap);
+
+/* --------------------------------------------------------- differential */
+
+/* splitmix64: state += 0x9e3779b97f4a7c15, then the mix of Steele et al.
+** Returns the next output and advances *state. */
+uint64_t cf_splitmix64(uint64_t *state);
+
+/* Generate the inputs of a differential test: each input in declaration
+** order, each element in row-major order, from one splitmix64 stream
+** seeded with `seed` (docs/conformance.md, "Differential inputs").
+** Non-zero + err on a bad "dist". */
+int cf_diff_generate(const json_t *input, const char *where, uint64_t *state,
+                     cf_tensor *t, char *err, size_t cap);
+
+/* ----------------------------------------------------------------- cases */
+
+typedef enum cf_status { CF_PASS = 0, CF_FAIL = 1, CF_SKIP = 2 } cf_status;
+
+#define CF_MAX_ULP_STATS 8
+typedef struct cf_ulp_stat {
+    char op[24];
+    char dtype[8];
+    uint64_t ulp;
+} cf_ulp_stat;
+
+typedef struct cf_outcome {
+    cf_status status;
+    int acceptable;
+    char msg[CF_MSG];
+    size_t n_ulp;
+    cf_ulp_stat ulp[CF_MAX_ULP_STATS];
+} cf_outcome;
+
+typedef struct cf_target {
+    const char *backend;   /* name or path handed to kiln_context_create */
+    int device;
+    void *dump_stream;     /* FILE* for KILN_DUMP output (NULL: stderr) */
+} cf_target;
+
+/* The category names the runner knows, in suite order (NULL-terminated). */
+extern const char *const cf_categories[];
+int cf_category_known(const char *name);
+
+/* Run one test of a known category; fills *out (never aborts). */
+void cf_run_test(const cf_target *tg, const cf_test *t, cf_outcome *out);
+
+/* ---------------------------------------------------------------- report */
+
+typedef struct cf_result {
+    const cf_test *test;
+    char id[96];           /* "<category>/<tcId>" */
+    cf_status status;
+    int acceptable;
+    double ms;
+    char *msg;             /* failure message or skip reason (owned) */
+} cf_result;
+
+typedef struct cf_cat_row {
+    const char *category;
+    size_t passed, failed, skipped;
+    double ms;
+} cf_cat_row;
+
+typedef struct cf_ulp_row {
+    char op[24];
+    char dtype[8];
+    uint64_t ulp;
+    size_t tests;
+} cf_ulp_row;
+
+typedef struct cf_summary {
+    const char *backend;
+    const char *backend_note;  /* why this backend (auto choice) */
+    const char *vectors_dir;
+    const char *shard;         /* "1/1" */
+    const char *suite_version;
+    cf_result *results;
+    size_t n_results;
+    cf_cat_row *cats;
+    size_t n_cats;
+    cf_ulp_row *ulps;
+    size_t n_ulps;
+    double wall_s;
+} cf_summary;
+
+void cf_report_text(const cf_summary *s, FILE *out);
+int cf_report_markdown(const cf_summary *s, const char *path);
+int cf_report_junit(const cf_summary *s, const char *path);
+int cf_report_tap(const cf_summary *s, const char *path);
+
+#endif /* KILN_CONFORM_H */

@@ -1,0 +1,567 @@
+/*
+** test_conform_check.c -- unit tests of the conformance runner's own
+** machinery (conformance/vectors.c, check_numeric.c, differential.c): the
+** ULP distance, FTZ and NaN rules, absolute bounds and alternatives, hex and
+** tensor decoding, vector-file validation errors, and the splitmix64 input
+** recipe.  Expected values are worked out by hand from the IEEE formats or
+** computed independently (Python's struct module for the rounding cases),
+** never by the code under test.
+*/
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../conformance/conform.h"
+
+/* ------------------------------------------------------------ ULP distance */
+
+START_TEST(ulp_f32)
+{
+    ck_assert_uint_eq(cf_ulp_distance(KILN_F32, 0x3f800000, 0x3f800001), 1);
+    ck_assert_uint_eq(cf_ulp_distance(KILN_F32, 0x3f800001, 0x3f800000), 1);
+    ck_assert_uint_eq(cf_ulp_distance(KILN_F32, 0x00000000, 0x80000000), 0);
+    /* smallest denormals of opposite sign: two steps through zero */
+    ck_assert_uint_eq(cf_ulp_distance(KILN_F32, 0x00000001, 0x80000001), 2);
+    /* infinity is one step beyond FLT_MAX */
+    ck_assert_uint_eq(cf_ulp_distance(KILN_F32, 0x7f7fffff, 0x7f800000), 1);
+    /* 1.0 to 2.0: 2^23 steps */
+    ck_assert_uint_eq(cf_ulp_distance(KILN_F32, 0x3f800000, 0x40000000),
+                      1u << 23);
+    /* any NaN matches any NaN, never a number */
+    ck_assert_uint_eq(cf_ulp_distance(KILN_F32, 0x7fc00000, 0xffc00001), 0);
+    ck_assert(cf_ulp_distance(KILN_F32, 0x7fc00000, 0x3f800000) == CF_ULP_INF);
+    ck_assert(cf_ulp_distance(KILN_F32, 0x7f800000, 0x7fc00000) == CF_ULP_INF);
+}
+END_TEST
+
+START_TEST(ulp_other_formats)
+{
+    ck_assert_uint_eq(cf_ulp_distance(KILN_F16, 0x3c00, 0x3c01), 1);
+    ck_assert_uint_eq(cf_ulp_distance(KILN_F16, 0x7bff, 0x7c00), 1);
+    ck_assert(cf_ulp_distance(KILN_F16, 0x7c01, 0x7c00) == CF_ULP_INF);
+    /* bf16 +1.0 vs -1.0: 0x3f80 steps on each side of zero */
+    ck_assert_uint_eq(cf_ulp_distance(KILN_BF16, 0x3f80, 0xbf80), 2 * 0x3f80);
+    ck_assert_uint_eq(cf_ulp_distance(KILN_F64, 0x3ff0000000000000ULL,
+                                      0x3ff0000000000001ULL), 1);
+    ck_assert_uint_eq(cf_ulp_distance(KILN_F64, 0x8000000000000000ULL, 0), 0);
+    /* f64 extremes of opposite sign do not overflow the distance */
+    ck_assert(cf_ulp_distance(KILN_F64, 0x7ff0000000000000ULL,
+                              0xfff0000000000000ULL) ==
+              2 * 0x7ff0000000000000ULL);
+    /* integers: equal or not */
+    ck_assert_uint_eq(cf_ulp_distance(KILN_I32, 5, 5), 0);
+    ck_assert(cf_ulp_distance(KILN_I32, 5, 6) == CF_ULP_INF);
+}
+END_TEST
+
+START_TEST(classify)
+{
+    ck_assert(cf_is_denormal(KILN_F32, 0x00000001));
+    ck_assert(cf_is_denormal(KILN_F32, 0x807fffff));
+    ck_assert(!cf_is_denormal(KILN_F32, 0x00800000));
+    ck_assert(!cf_is_denormal(KILN_F32, 0x00000000));
+    ck_assert(cf_is_denormal(KILN_F16, 0x03ff));
+    ck_assert(!cf_is_denormal(KILN_F16, 0x0400));
+    ck_assert(cf_is_denormal(KILN_BF16, 0x0001));
+    ck_assert(cf_is_nan(KILN_BF16, 0x7fc1));
+    ck_assert(!cf_is_nan(KILN_BF16, 0x7f80));
+    ck_assert(cf_is_zero(KILN_F64, 0x8000000000000000ULL));
+    ck_assert(cf_sign(KILN_F16, 0x8000));
+    ck_assert(!cf_is_float(KILN_I64));
+    ck_assert(cf_to_double(KILN_F16, 0x3c00) == 1.0);
+    ck_assert(cf_to_double(KILN_F16, 0x0001) == ldexp(1.0, -24));
+    ck_assert(cf_to_double(KILN_F16, 0xfc00) == -INFINITY);
+    ck_assert(cf_to_double(KILN_BF16, 0x4049) == 3.140625);
+    ck_assert(cf_to_double(KILN_I32, 0xffffffff) == -1.0);
+}
+END_TEST
+
+/* --------------------------------------------------------------- compare */
+
+static json_t *js(const char *text)
+{
+    json_error_t e;
+    json_t *j = json_loads(text, 0, &e);
+    ck_assert_msg(j != NULL, "test JSON: %s", e.text);
+    return j;
+}
+
+/* Compare f32 arrays under the check given as JSON; returns cf_compare's
+** result, msg receives its message. */
+static int cmp_f32(const char *check, const uint32_t *got, const uint32_t *want,
+                   size_t n, cf_cmp_stats *st, char *msg)
+{
+    cf_check c;
+    char err[256];
+    json_t *j = js(check);
+    ck_assert_msg(cf_check_from_json(j, "check", KILN_F32, n, &c, err,
+                                     sizeof err) == 0, "%s", err);
+    json_decref(j);
+    msg[0] = '\0';
+    int r = cf_compare(&c, KILN_F32, n, got, want, NULL, st, msg, 512);
+    cf_check_free(&c);
+    return r;
+}
+
+START_TEST(compare_exact_nan_and_zero)
+{
+    uint32_t want[2] = {0x7fc00000, 0x00000000};
+    uint32_t got[2] = {0xffc12345, 0x00000000};
+    char msg[512];
+    ck_assert_int_eq(cmp_f32("{\"kind\":\"exact\"}", got, want, 2, NULL, msg), 0);
+    got[1] = 0x80000000; /* -0 is not +0 bit for bit */
+    ck_assert_int_ne(cmp_f32("{\"kind\":\"exact\"}", got, want, 2, NULL, msg), 0);
+    ck_assert_msg(strstr(msg, "element 1 of 2") != NULL, "%s", msg);
+    ck_assert_msg(strstr(msg, "0x80000000") != NULL, "%s", msg);
+}
+END_TEST
+
+START_TEST(compare_ulp)
+{
+    uint32_t want[3] = {0x3f800000, 0x3f800000, 0x7f800000};
+    uint32_t got[3] = {0x3f800001, 0x3f800002, 0x7f800000};
+    cf_cmp_stats st;
+    char msg[512];
+    memset(&st, 0, sizeof st);
+    ck_assert_int_ne(cmp_f32("{\"kind\":\"ulp\",\"max\":1}", got, want, 3, &st,
+                             msg), 0);
+    ck_assert_msg(strstr(msg, "element 1 of 3") && strstr(msg, "2 ulp > max 1"),
+                  "%s", msg);
+    ck_assert_uint_eq(st.max_ulp, 2);
+    ck_assert_int_eq(cmp_f32("{\"kind\":\"ulp\",\"max\":2}", got, want, 3, NULL,
+                             msg), 0);
+    ck_assert_int_eq(cmp_f32("{\"kind\":\"ulp\",\"maxPerElement\":[1,2,0]}",
+                             got, want, 3, NULL, msg), 0);
+    got[2] = 0x7fc00000; /* NaN where inf is expected */
+    ck_assert_int_ne(cmp_f32("{\"kind\":\"ulp\",\"max\":1000}", got, want, 3,
+                             NULL, msg), 0);
+    ck_assert_msg(strstr(msg, "NaN mismatch") != NULL, "%s", msg);
+}
+END_TEST
+
+START_TEST(compare_ftz)
+{
+    uint32_t want[1] = {0x00400000}; /* denormal 2^-127 */
+    uint32_t got[1] = {0x00000000};
+    char msg[512];
+    ck_assert_int_ne(cmp_f32("{\"kind\":\"ulp\",\"max\":2}", got, want, 1, NULL,
+                             msg), 0);
+    ck_assert_int_eq(cmp_f32("{\"kind\":\"ulp\",\"max\":2,\"ftz\":true}", got,
+                             want, 1, NULL, msg), 0);
+    got[0] = 0x80000000; /* flushed, but with the wrong sign */
+    ck_assert_int_ne(cmp_f32("{\"kind\":\"ulp\",\"max\":2,\"ftz\":true}", got,
+                             want, 1, NULL, msg), 0);
+    want[0] = 0x80400000;
+    ck_assert_int_eq(cmp_f32("{\"kind\":\"exact\",\"ftz\":true}", got, want, 1,
+                             NULL, msg), 0);
+}
+END_TEST
+
+START_TEST(compare_abs_and_alternatives)
+{
+    /* bound 2^-20; 1 + 2^-21 is inside, 1 + 2^-19 outside */
+    const char *chk = "{\"kind\":\"abs\",\"bounds\":[\"0x3eb0000000000000\","
+                      "\"0x3eb0000000000000\"]}";
+    uint32_t want[2] = {0x3f800000, 0x3f800000};
+    uint32_t got[2] = {0x3f800004, 0x3f800010};
+    char msg[512];
+    ck_assert_int_ne(cmp_f32(chk, got, want, 2, NULL, msg), 0);
+    ck_assert_msg(strstr(msg, "element 1 of 2") && strstr(msg, "bound"), "%s",
+                  msg);
+    got[1] = 0x3f800004;
+    ck_assert_int_eq(cmp_f32(chk, got, want, 2, NULL, msg), 0);
+    /* max(+0, -0): -0 is an accepted alternative for element 0 only */
+    uint32_t w2[2] = {0x00000000, 0x00000000}, g2[2] = {0x80000000, 0};
+    cf_cmp_stats st;
+    memset(&st, 0, sizeof st);
+    const char *alt = "{\"kind\":\"exact\",\"alternatives\":{\"0\":"
+                      "[\"0x80000000\"]}}";
+    ck_assert_int_eq(cmp_f32(alt, g2, w2, 2, &st, msg), 0);
+    ck_assert_int_eq(st.acceptable, 1);
+    g2[0] = 0;
+    g2[1] = 0x80000000;
+    ck_assert_int_ne(cmp_f32(alt, g2, w2, 2, NULL, msg), 0);
+}
+END_TEST
+
+START_TEST(check_json_errors)
+{
+    static const struct {
+        const char *json, *needle;
+    } bad[] = {
+        {"{\"kind\":\"close\"}", "unknown check kind 'close'"},
+        {"{\"kind\":\"ulp\"}", "needs 'max'"},
+        {"{\"kind\":\"ulp\",\"maxPerElement\":[1]}", "1 entries for 2 elements"},
+        {"{\"kind\":\"abs\",\"bounds\":[\"0x1\",\"zz\"]}", "bounds[1]"},
+        {"{\"kind\":\"exact\",\"alternatives\":{\"7\":[\"0x0\"]}}",
+         "alternatives key '7'"},
+        {"{\"kind\":\"exact\",\"alternatives\":{\"0\":[\"0x1g\"]}}",
+         "bad hex digit 'g'"},
+        {"{\"kind\":\"exact\",\"ftz\":1}", "'ftz' must be true or false"},
+        {"[1]", "must be an object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cf_check c;
+        char err[256] = "";
+        json_t *j = js(bad[i].json);
+        ck_assert_int_ne(cf_check_from_json(j, "outputs[0].check", KILN_F32, 2,
+                                            &c, err, sizeof err), 0);
+        ck_assert_msg(strstr(err, bad[i].needle) != NULL,
+                      "case %zu: '%s' lacks '%s'", i, err, bad[i].needle);
+        ck_assert_msg(strstr(err, "outputs[0].check") != NULL, "%s", err);
+        json_decref(j);
+    }
+}
+END_TEST
+
+/* ---------------------------------------------------------- hex, tensors */
+
+START_TEST(hex_parse)
+{
+    uint64_t b = 0;
+    char err[256];
+    ck_assert_int_eq(cf_hex_parse("0x3F800000", KILN_F32, &b, err, sizeof err), 0);
+    ck_assert_uint_eq(b, 0x3f800000);
+    ck_assert_int_eq(cf_hex_parse("0xffffffffffffffff", KILN_I64, &b, err,
+                                  sizeof err), 0);
+    ck_assert(b == UINT64_MAX);
+    ck_assert_int_eq(cf_hex_parse("0x1", KILN_BOOL, &b, err, sizeof err), 0);
+    ck_assert_int_ne(cf_hex_parse("3f800000", KILN_F32, &b, err, sizeof err), 0);
+    ck_assert_int_ne(cf_hex_parse("0x", KILN_F32, &b, err, sizeof err), 0);
+    ck_assert_int_ne(cf_hex_parse("0x3g", KILN_F32, &b, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "'g'") != NULL, "%s", err);
+    ck_assert_int_ne(cf_hex_parse("0x100000000", KILN_F32, &b, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "does not fit f32") != NULL, "%s", err);
+    ck_assert_int_ne(cf_hex_parse("0x2", KILN_BOOL, &b, err, sizeof err), 0);
+    ck_assert_int_ne(cf_hex_parse("0x10000", KILN_F16, &b, err, sizeof err), 0);
+    ck_assert_int_ne(cf_hex_parse("0x10000000000000000", KILN_I64, &b, err,
+                                  sizeof err), 0);
+}
+END_TEST
+
+START_TEST(tensor_strided_and_repeat)
+{
+    char err[256];
+    cf_tensor t;
+    /* shape [2,2], strides [1,2]: element (i,j) at data[i + 2j] */
+    json_t *j = js("{\"dtype\":\"i32\",\"shape\":[2,2],\"strides\":[1,2],"
+                   "\"data\":[\"0xa\",\"0xb\",\"0xc\",\"0xd\"]}");
+    ck_assert_msg(cf_tensor_from_json(j, "inputs[0]", 1, &t, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_uint_eq(t.numel, 4);
+    ck_assert_uint_eq(t.storage, 4);
+    int32_t g[4];
+    cf_tensor_gather(&t, g);
+    ck_assert_int_eq(g[0], 0xa);
+    ck_assert_int_eq(g[1], 0xc);
+    ck_assert_int_eq(g[2], 0xb);
+    ck_assert_int_eq(g[3], 0xd);
+    cf_tensor_free(&t);
+    json_decref(j);
+    /* broadcast stride 0: storage 1 + (3-1)*0 + (2-1)*1 = 2 */
+    j = js("{\"dtype\":\"f32\",\"shape\":[3,2],\"strides\":[0,1],"
+           "\"data\":{\"repeat\":[\"0x3f800000\",\"0x40000000\"],\"count\":2}}");
+    ck_assert_msg(cf_tensor_from_json(j, "x", 1, &t, err, sizeof err) == 0, "%s",
+                  err);
+    ck_assert_uint_eq(t.storage, 2);
+    uint32_t f[6];
+    cf_tensor_gather(&t, f);
+    ck_assert_uint_eq(f[4], 0x3f800000);
+    ck_assert_uint_eq(f[5], 0x40000000);
+    cf_tensor_free(&t);
+    json_decref(j);
+    /* repeat pattern longer than one period */
+    j = js("{\"dtype\":\"f16\",\"shape\":[5],\"data\":{\"repeat\":[\"0x1\","
+           "\"0x2\"],\"count\":5}}");
+    ck_assert(cf_tensor_from_json(j, "x", 1, &t, err, sizeof err) == 0);
+    ck_assert_uint_eq(cf_load_bits(KILN_F16, t.data, 4), 1);
+    ck_assert_uint_eq(cf_load_bits(KILN_F16, t.data, 3), 2);
+    cf_tensor_free(&t);
+    json_decref(j);
+    /* zero-size and rank 0 */
+    j = js("{\"dtype\":\"f32\",\"shape\":[0,3],\"strides\":[3,1],\"data\":[]}");
+    ck_assert(cf_tensor_from_json(j, "x", 1, &t, err, sizeof err) == 0);
+    ck_assert_uint_eq(t.numel, 0);
+    ck_assert_uint_eq(t.storage, 0);
+    cf_tensor_free(&t);
+    json_decref(j);
+    j = js("{\"dtype\":\"f64\",\"shape\":[],\"data\":[\"0x0\"]}");
+    ck_assert(cf_tensor_from_json(j, "x", 1, &t, err, sizeof err) == 0);
+    ck_assert_uint_eq(t.numel, 1);
+    ck_assert_int_eq(t.rank, 0);
+    cf_tensor_free(&t);
+    json_decref(j);
+}
+END_TEST
+
+START_TEST(tensor_errors)
+{
+    static const struct {
+        const char *json, *needle;
+    } bad[] = {
+        {"{\"shape\":[1],\"data\":[\"0x0\"]}", "missing field 'dtype'"},
+        {"{\"dtype\":\"f8\",\"shape\":[1],\"data\":[\"0x0\"]}", "unknown dtype 'f8'"},
+        {"{\"dtype\":\"f32\",\"data\":[\"0x0\"]}", "missing field 'shape'"},
+        {"{\"dtype\":\"f32\",\"shape\":[-1],\"data\":[]}", "shape[0]"},
+        {"{\"dtype\":\"f32\",\"shape\":[2,3],\"strides\":[1,2],\"data\":"
+         "[\"0x0\",\"0x0\",\"0x0\",\"0x0\",\"0x0\"]}", "storage holds 6"},
+        {"{\"dtype\":\"f32\",\"shape\":[2],\"strides\":[1],\"data\":[\"0x0\","
+         "\"0xzz\"]}", "x.data[1]: '0xzz': bad hex digit 'z'"},
+        {"{\"dtype\":\"i32\",\"shape\":[2],\"data\":[\"0x0\",7]}",
+         "x.data[1]: must be a hex string"},
+        {"{\"dtype\":\"f32\",\"shape\":[2],\"strides\":[1,1],\"data\":[]}",
+         "2 entries for rank 1"},
+        {"{\"dtype\":\"f32\",\"shape\":[3],\"data\":{\"repeat\":[\"0x0\"],"
+         "\"count\":4}}", "count 4 but the storage holds 3"},
+        {"{\"dtype\":\"f32\",\"shape\":[3],\"data\":{\"repeat\":[],\"count\":3}}",
+         "expected {\"repeat\""},
+        {"{\"dtype\":\"f32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data\":[\"0x0\"]}",
+         "rank limit"},
+        {"{\"dtype\":\"f32\",\"shape\":[1]}", "missing field 'data'"},
+        {"{\"dtype\":\"f32\",\"shape\":[1048576,1048576],\"data\":[]}",
+         "too many elements"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cf_tensor t;
+        char err[256] = "";
+        json_t *j = js(bad[i].json);
+        ck_assert_int_ne(cf_tensor_from_json(j, "x", 1, &t, err, sizeof err), 0);
+        ck_assert_msg(strstr(err, bad[i].needle) != NULL,
+                      "case %zu: '%s' lacks '%s'", i, err, bad[i].needle);
+        json_decref(j);
+    }
+}
+END_TEST
+
+/* ----------------------------------------------------------- vector files */
+
+/* Write text to a temporary file and try to load it. */
+static int load_text(const char *text, char *err, size_t cap, cf_file *f)
+{
+    char path[] = "/tmp/kiln-unit-vec-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    int r = cf_file_load(path, f, err, cap);
+    unlink(path);
+    return r;
+}
+
+#define HEAD "{\"suite\":\"kiln-conformance\",\"suiteVersion\":\"1.0.0\"," \
+             "\"category\":\"numerics\",\"notes\":{\"A\":\"flag a\"},"
+
+START_TEST(file_ok)
+{
+    cf_file f;
+    char err[512];
+    const char *text = HEAD "\"numberOfTests\":3,\"testGroups\":["
+        "{\"type\":\"T\",\"tests\":[{\"tcId\":3,\"comment\":\"c3\",\"flags\":[],"
+        "\"result\":\"valid\"},{\"tcId\":1,\"comment\":\"c1\",\"flags\":[\"A\"],"
+        "\"result\":\"invalid\"}]},{\"type\":\"U\",\"tests\":[{\"tcId\":2,"
+        "\"comment\":\"c2\",\"flags\":[],\"result\":\"acceptable\"}]}]}";
+    ck_assert_msg(load_text(text, err, sizeof err, &f) == 0, "%s", err);
+    ck_assert_uint_eq(f.n_tests, 3);
+    ck_assert_str_eq(f.category, "numerics");
+    ck_assert_int_eq(f.tests[0].tcid, 1); /* sorted by tcId */
+    ck_assert_str_eq(f.tests[1].comment, "c2");
+    ck_assert_str_eq(f.tests[1].group_type, "U");
+    ck_assert_str_eq(f.tests[2].category, "numerics");
+    cf_file_free(&f);
+    cf_file_free(&f); /* free twice is harmless (zeroed) */
+}
+END_TEST
+
+START_TEST(file_errors)
+{
+    static const struct {
+        const char *text, *needle;
+    } bad[] = {
+        {"{\"suite\": ", "invalid JSON"},
+        {"[]", "top level must be an object"},
+        {"{\"suite\":\"other\",\"suiteVersion\":\"1.0\",\"category\":\"x\"}",
+         "'suite' is 'other'"},
+        {"{\"suite\":\"kiln-conformance\",\"suiteVersion\":\"2.0.0\","
+         "\"category\":\"x\"}", "suiteVersion '2.0.0' is not supported"},
+        {"{\"suite\":\"kiln-conformance\",\"category\":\"x\"}",
+         "missing field 'suiteVersion'"},
+        {HEAD "\"numberOfTests\":1,\"testGroups\":[{\"type\":\"T\",\"tests\":"
+         "[{\"comment\":\"c\",\"flags\":[],\"result\":\"valid\"}]}]}",
+         "testGroups[0].tests[0]: missing field 'tcId'"},
+        {HEAD "\"numberOfTests\":1,\"testGroups\":[{\"type\":\"T\",\"tests\":"
+         "[{\"tcId\":1,\"comment\":\"c\",\"flags\":[\"B\"],\"result\":\"valid\"}"
+         "]}]}", "flag 'B' is not defined in 'notes'"},
+        {HEAD "\"numberOfTests\":1,\"testGroups\":[{\"type\":\"T\",\"tests\":"
+         "[{\"tcId\":1,\"comment\":\"c\",\"flags\":[],\"result\":\"ok\"}]}]}",
+         "'result' is 'ok'"},
+        {HEAD "\"numberOfTests\":2,\"testGroups\":[{\"type\":\"T\",\"tests\":"
+         "[{\"tcId\":1,\"comment\":\"c\",\"flags\":[],\"result\":\"valid\"}]}]}",
+         "'numberOfTests' is 2 but the groups hold 1"},
+        {HEAD "\"numberOfTests\":2,\"testGroups\":[{\"type\":\"T\",\"tests\":"
+         "[{\"tcId\":1,\"comment\":\"c\",\"flags\":[],\"result\":\"valid\"},"
+         "{\"tcId\":1,\"comment\":\"d\",\"flags\":[],\"result\":\"valid\"}]}]}",
+         "tcId 1 appears twice"},
+        {HEAD "\"numberOfTests\":1,\"testGroups\":[{\"type\":\"T\",\"tests\":"
+         "[{\"tcId\":0,\"comment\":\"c\",\"flags\":[],\"result\":\"valid\"}]}]}",
+         "'tcId' must be an integer >= 1"},
+        {HEAD "\"numberOfTests\":0,\"testGroups\":{}}", "'testGroups' must be a list"},
+        {HEAD "\"numberOfTests\":1,\"testGroups\":[{\"tests\":[{\"tcId\":1,"
+         "\"comment\":\"c\",\"flags\":[],\"result\":\"valid\"}]}]}",
+         "testGroups[0]: missing field 'type'"},
+        {HEAD "\"numberOfTests\":1,\"notes\":{},\"testGroups\":[]}",
+         "duplicate"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cf_file f;
+        char err[512] = "";
+        memset(&f, 0, sizeof f);
+        ck_assert_int_ne(load_text(bad[i].text, err, sizeof err, &f), 0);
+        ck_assert_msg(strstr(err, bad[i].needle) != NULL,
+                      "case %zu: '%s' lacks '%s'", i, err, bad[i].needle);
+        ck_assert_msg(strstr(err, "/tmp/kiln-unit-vec-") != NULL,
+                      "case %zu: no path in '%s'", i, err);
+        ck_assert(f.root == NULL && f.tests == NULL); /* untouched */
+    }
+    cf_file f;
+    char err[512];
+    ck_assert_int_ne(cf_file_load("/nonexistent/x.json", &f, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "/nonexistent/x.json") != NULL, "%s", err);
+}
+END_TEST
+
+/* ----------------------------------------------------------- differential */
+
+START_TEST(splitmix)
+{
+    /* Steele, Lea & Flood's splitmix64 from state 0 (reference outputs). */
+    uint64_t s = 0;
+    ck_assert(cf_splitmix64(&s) == 0xe220a8397b1dcdafULL);
+    ck_assert(cf_splitmix64(&s) == 0x6e789e6aa1b965f4ULL);
+    ck_assert(cf_splitmix64(&s) == 0x06c45d188009454fULL);
+}
+END_TEST
+
+/* Generate one input from a JSON description with the given seed. */
+static void gen(const char *text, uint64_t seed, cf_tensor *t)
+{
+    char err[256];
+    json_t *j = js(text);
+    ck_assert_msg(cf_diff_generate(j, "inputs[0]", &seed, t, err, sizeof err) == 0,
+                  "%s", err);
+    json_decref(j);
+}
+
+START_TEST(diff_inputs)
+{
+    cf_tensor t;
+    /* seed 7, uniform(-2, 3): values checked with Python's struct module */
+    gen("{\"dtype\":\"f32\",\"shape\":[3],\"dist\":{\"kind\":\"uniform\","
+        "\"lo\":-2.0,\"hi\":3.0}}", 7, &t);
+    ck_assert_uint_eq(cf_load_bits(KILN_F32, t.data, 0), 0xbd504969);
+    ck_assert_uint_eq(cf_load_bits(KILN_F32, t.data, 1), 0xbff54168);
+    ck_assert_uint_eq(cf_load_bits(KILN_F32, t.data, 2), 0x40203e51);
+    cf_tensor_free(&t);
+    gen("{\"dtype\":\"f16\",\"shape\":[3],\"dist\":{\"kind\":\"uniform\","
+        "\"lo\":-2.0,\"hi\":3.0}}", 7, &t);
+    ck_assert_uint_eq(cf_load_bits(KILN_F16, t.data, 0), 0xaa82);
+    ck_assert_uint_eq(cf_load_bits(KILN_F16, t.data, 1), 0xbfaa);
+    ck_assert_uint_eq(cf_load_bits(KILN_F16, t.data, 2), 0x4102);
+    cf_tensor_free(&t);
+    gen("{\"dtype\":\"i32\",\"shape\":[3],\"dist\":{\"kind\":\"ints\","
+        "\"lo\":-3,\"hi\":3}}", 7, &t);
+    ck_assert_uint_eq(cf_load_bits(KILN_I32, t.data, 0), 0xffffffff);
+    ck_assert_uint_eq(cf_load_bits(KILN_I32, t.data, 1), 0);
+    ck_assert_uint_eq(cf_load_bits(KILN_I32, t.data, 2), 0xfffffffd);
+    cf_tensor_free(&t);
+}
+END_TEST
+
+START_TEST(diff_rounding)
+{
+    cf_tensor t;
+    /* lo == hi gives exactly lo; then round to nearest even. */
+    gen("{\"dtype\":\"bf16\",\"shape\":[1],\"dist\":{\"kind\":\"uniform\","
+        "\"lo\":1.00390625,\"hi\":1.00390625}}", 1, &t); /* tie -> even */
+    ck_assert_uint_eq(cf_load_bits(KILN_BF16, t.data, 0), 0x3f80);
+    cf_tensor_free(&t);
+    gen("{\"dtype\":\"bf16\",\"shape\":[1],\"dist\":{\"kind\":\"uniform\","
+        "\"lo\":1.0039062500000002,\"hi\":1.0039062500000002}}", 1, &t);
+    ck_assert_uint_eq(cf_load_bits(KILN_BF16, t.data, 0), 0x3f81);
+    cf_tensor_free(&t);
+    /* f16: 2^-25 ties to 0; 3*2^-26 rounds up to the smallest denormal */
+    gen("{\"dtype\":\"f16\",\"shape\":[1],\"dist\":{\"kind\":\"uniform\","
+        "\"lo\":2.98023223876953125e-08,\"hi\":2.98023223876953125e-08}}", 1, &t);
+    ck_assert_uint_eq(cf_load_bits(KILN_F16, t.data, 0), 0x0000);
+    cf_tensor_free(&t);
+    gen("{\"dtype\":\"f16\",\"shape\":[1],\"dist\":{\"kind\":\"uniform\","
+        "\"lo\":4.470348358154296875e-08,\"hi\":4.470348358154296875e-08}}", 1, &t);
+    ck_assert_uint_eq(cf_load_bits(KILN_F16, t.data, 0), 0x0001);
+    cf_tensor_free(&t);
+    /* 65520 is halfway between 65504 (odd) and 2^16: rounds to inf */
+    gen("{\"dtype\":\"f16\",\"shape\":[1],\"dist\":{\"kind\":\"uniform\","
+        "\"lo\":-65520,\"hi\":-65520}}", 1, &t);
+    ck_assert_uint_eq(cf_load_bits(KILN_F16, t.data, 0), 0xfc00);
+    cf_tensor_free(&t);
+}
+END_TEST
+
+START_TEST(diff_errors)
+{
+    static const struct {
+        const char *json, *needle;
+    } bad[] = {
+        {"{\"dtype\":\"f32\",\"shape\":[2]}", "missing or malformed 'dist'"},
+        {"{\"dtype\":\"f32\",\"shape\":[2],\"dist\":{\"kind\":\"normal\"}}",
+         "unknown kind 'normal'"},
+        {"{\"dtype\":\"i32\",\"shape\":[2],\"dist\":{\"kind\":\"uniform\","
+         "\"lo\":0,\"hi\":1}}", "float dtype"},
+        {"{\"dtype\":\"i32\",\"shape\":[2],\"dist\":{\"kind\":\"ints\","
+         "\"lo\":3,\"hi\":1}}", "lo <= hi"},
+        {"{\"dtype\":\"f32\",\"shape\":[2],\"strides\":[1],\"dist\":{\"kind\":"
+         "\"ints\",\"lo\":0,\"hi\":1}}", "contiguous"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cf_tensor t;
+        uint64_t s = 1;
+        char err[256] = "";
+        json_t *j = js(bad[i].json);
+        ck_assert_int_ne(cf_diff_generate(j, "inputs[0]", &s, &t, err,
+                                          sizeof err), 0);
+        ck_assert_msg(strstr(err, bad[i].needle) != NULL,
+                      "case %zu: '%s' lacks '%s'", i, err, bad[i].needle);
+        json_decref(j);
+    }
+}
+END_TEST
+
+Suite *conform_check_suite(void)
+{
+    Suite *s = suite_create("conform_check");
+    TCase *tc = tcase_create("numeric");
+    tcase_add_test(tc, ulp_f32);
+    tcase_add_test(tc, ulp_other_formats);
+    tcase_add_test(tc, classify);
+    tcase_add_test(tc, compare_exact_nan_and_zero);
+    tcase_add_test(tc, compare_ulp);
+    tcase_add_test(tc, compare_ftz);
+    tcase_add_test(tc, compare_abs_and_alternatives);
+    tcase_add_test(tc, check_json_errors);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("vectors");
+    tcase_add_test(tc, hex_parse);
+    tcase_add_test(tc, tensor_strided_and_repeat);
+    tcase_add_test(tc, tensor_errors);
+    tcase_add_test(tc, file_ok);
+    tcase_add_test(tc, file_errors);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("differential");
+    tcase_add_test(tc, splitmix);
+    tcase_add_test(tc, diff_inputs);
+    tcase_add_test(tc, diff_rounding);
+    tcase_add_test(tc, diff_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
