@@ -32,15 +32,29 @@
 
 /* ----------------------------------------------------------- level masks */
 
+/* Bit KOPT_x set when option x has `level` (constant-folded). */
+#define LEVEL_BITS(L)                                                          \
+    (0ull KILN_OPTION_TABLE(LEVEL_BIT_) )
+#define LEVEL_BIT_(id, name, set, arg, lvl, vocab, def, impl, desc)           \
+    | ((lvl) == LEVEL_ARG_ ? 1ull << KOPT_##id : 0ull)
+
 uint64_t kiln__level_mask(kiln_level level)
 {
-    uint64_t m = 0;
-#define KILN_X_(id, name, set, arg, lvl, vocab, def, impl, desc)              \
-    if (level == KILN_LEVEL_ALL || (lvl) == level)                             \
-        m |= 1ull << KOPT_##id;
-    KILN_OPTION_TABLE(KILN_X_)
-#undef KILN_X_
-    return m;
+#define LEVEL_ARG_ KILN_LEVEL_PLAN
+    static const uint64_t plan = LEVEL_BITS(0);
+#undef LEVEL_ARG_
+#define LEVEL_ARG_ KILN_LEVEL_KERNEL
+    static const uint64_t kernel = LEVEL_BITS(0);
+#undef LEVEL_ARG_
+#define LEVEL_ARG_ KILN_LEVEL_NONE
+    static const uint64_t none = LEVEL_BITS(0);
+#undef LEVEL_ARG_
+    switch (level) {
+    case KILN_LEVEL_PLAN: return plan;
+    case KILN_LEVEL_KERNEL: return kernel;
+    case KILN_LEVEL_NONE: return none;
+    default: return plan | kernel | none;
+    }
 }
 
 void kiln__options_mask(const struct kiln_options *o, kiln_level level,
@@ -50,9 +64,8 @@ void kiln__options_mask(const struct kiln_options *o, kiln_level level,
     memset(out, 0, sizeof *out);
     out->on = o->on & m;
     out->has_list = o->has_list & m;
-    for (int i = 0; i < KOPT_COUNT; i++)
-        if ((out->on >> i) & 1u)
-            out->arg[i] = o->arg[i];
+    for (uint64_t b = out->on; b != 0; b &= b - 1)
+        out->arg[__builtin_ctzll(b)] = o->arg[__builtin_ctzll(b)];
 }
 
 /* ------------------------------------------------------------------ init */
@@ -394,7 +407,8 @@ kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
     const kiln__variant *kv = v;
     uint64_t h = kir->blob_hash ^ (v->hash * 0x9e3779b97f4a7c15ULL);
 #endif
-    char err[1024] = "";
+    char err[1024];
+    err[0] = '\0';
     kiln__kernel *k;
     pthread_mutex_lock(&c->kern_mu);
     if (!nocache) {

@@ -105,7 +105,8 @@ static kiln_status open_backend(const char *spec, int device, kiln_backend *be,
 {
     const kiln_backend *d = NULL;
     void *h = NULL;
-    char err[512] = "";
+    char err[512];
+    err[0] = '\0';
     kiln_status s;
     *dl = NULL;
     if (spec == NULL || strcmp(spec, "auto") == 0) {

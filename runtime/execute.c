@@ -355,7 +355,8 @@ static kiln_status stage_view(kiln_context *ctx, kiln_ir_tensor *t,
     *host = kiln__malloc(*bytes ? *bytes : 1);
     if (*host == NULL)
         return kiln__err(KILN_ERR_NO_MEMORY, "execute: out of memory");
-    char err[256] = "";
+    char err[256];
+    err[0] = '\0';
     if (*bytes > 0) {
         kiln_status s = ctx->be.mem_copy(ctx->be_state, *host, t->data, *bytes,
                                          1, err, sizeof err);
@@ -379,7 +380,8 @@ static kiln_status run_on_ref(kiln_context *ctx, void *ref_handle,
     size_t *bytes = NULL;
     void **orig = NULL;
     kiln_status s = KILN_OK;
-    char err[1024] = "";
+    char err[1024];
+    err[0] = '\0';
     if (device) {
         host = kiln__calloc(nv ? nv : 1, sizeof *host);
         bytes = kiln__calloc(nv ? nv : 1, sizeof *bytes);
@@ -448,7 +450,8 @@ static kiln_status ref_once(kiln_context *ctx, const kiln__pseg *s,
     seg.index64 = s->index64;
     kiln_kernel_out ko;
     memset(&ko, 0, sizeof ko);
-    char err[1024] = "";
+    char err[1024];
+    err[0] = '\0';
     kiln_status st = ctx->ref->compile(ctx->ref_state, &seg, &v->ko, &ko, err,
                                        sizeof err);
     if (st != KILN_OK)
@@ -592,7 +595,7 @@ static kiln_status check_inputs(call *c, kiln__sig *sig)
 ** sized by key_len()). */
 static size_t key_len(const kiln_fusion *f, int reuse_off)
 {
-    return 6 + f->n_inputs + (f->n_outputs + 63) / 64 + 2 + KOPT_COUNT +
+    return 6 + f->n_inputs + (f->n_outputs + 63) / 64 + 2 + KOPT_COUNT / 2 +
            (reuse_off ? (size_t)f->n_inputs * KILN_MAX_RANK : 0);
 }
 
@@ -625,12 +628,13 @@ static size_t build_key(const call *c, const kiln__sig *sig,
         key[k++] = w;
     }
     key[k++] = (uint64_t)sig->index64;
-    struct kiln_options m;
-    kiln__options_mask(eo, KILN_LEVEL_PLAN, &m);
-    key[k++] = m.on;
-    key[k++] = m.has_list;
-    for (int i = 0; i < KOPT_COUNT; i++)
-        key[k++] = m.arg[i];
+    /* plan-level options: on bits, list bits, and the arguments of those
+    ** that are on (only plan-level ones: arguments of others never count) */
+    uint64_t pm = kiln__level_mask(KILN_LEVEL_PLAN);
+    key[k++] = eo->on & pm;
+    key[k++] = eo->has_list & pm;
+    for (uint64_t b = eo->on & pm; b != 0; b &= b - 1)
+        key[k++] = eo->arg[__builtin_ctzll(b)];
     if (reuse_off)
         for (uint32_t i = 0; i < f->n_inputs; i++)
             for (int a = 0; a < KILN_MAX_RANK; a++)
@@ -882,7 +886,7 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
         }
     } else {
         c.kern = c.kern_small;
-        memset(c.kern_small, 0, sizeof c.kern_small);
+        memset(c.kern_small, 0, p->n_segs * sizeof *c.kern_small);
     }
     int nocache = kiln__opt_on(&eo, KOPT_DIS_NVRTC_CACHING);
     int no_fallback = kiln__opt_on(&eo, KOPT_DIS_FALLBACK);
@@ -953,7 +957,8 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
             total += (b + 63) & ~(int64_t)63;
         }
         if (ctx->be.memory == KILN_MEM_DEVICE) {
-            char err[256] = "";
+            char err[256];
+    err[0] = '\0';
             st = ctx->be.mem_alloc(ctx->be_state, (size_t)(total ? total : 64),
                                    &c.inter_raw, err, sizeof err);
             if (st != KILN_OK) {
@@ -1042,7 +1047,8 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
         if (k->reference) {
             st = run_on_ref(ctx, k->out.handle, &L, in, out);
         } else {
-            char err[1024] = "";
+            char err[1024];
+    err[0] = '\0';
             st = ctx->be.launch(ctx->be_state, k->out.handle, &L, err, sizeof err);
             if (st == KILN_ERR_UNSUPPORTED && ctx->ref != NULL &&
                 ctx->ref_state != ctx->be_state) {

@@ -114,7 +114,8 @@ kiln_status kiln_tensor_create(kiln_context *ctx, kiln_dtype dtype, int rank,
                                  (long long)bytes);
             }
         } else {
-            char err[256] = "";
+            char err[256];
+    err[0] = '\0';
             kiln_status s = ctx->be.mem_alloc(ctx->be_state, (size_t)bytes,
                                               &t->data, err, sizeof err);
             if (s != KILN_OK) {
@@ -250,7 +251,8 @@ static kiln_status xfer(kiln_context *ctx, const kiln_tensor *t, void *host,
                          "%s: strided device tensors cannot be copied "
                          "element-wise; use a contiguous tensor",
                          what);
-    char err[256] = "";
+    char err[256];
+    err[0] = '\0';
     kiln_status s =
         to_tensor ? ctx->be.mem_copy(ctx->be_state, t->data, host, nbytes, 0,
                                      err, sizeof err)

@@ -13,6 +13,9 @@ int kiln_cmd_conform(int argc, char **argv);
 int kiln_cmd_bench(int argc, char **argv);
 int kiln_cmd_cache(int argc, char **argv);
 
+/* `kiln bench gpu` (runtime/cli/bench_gpu.c); argv[0] is "gpu". */
+int kiln_bench_gpu(int argc, char **argv);
+
 /* 1 when argv holds -h or --help before any "--". */
 int kiln_cli_wants_help(int argc, char **argv);
 
