@@ -1,5 +1,358 @@
 #!/usr/bin/env python3
-"""Placeholder: docs are checked against the catalogue once Step 1 lands."""
+"""docs_check.py KILN -- check that docs/*.md say what the code does.
+
+Usage: python3 scripts/docs_check.py build/kiln     (this is `make docs-check`)
+
+Run from the repository root (or anywhere: paths are taken relative to the
+repository that holds this script).  Python 3 standard library only.  Exit
+status 0 when every check passes, 1 with a diff for each mismatch, 2 on a
+usage error.
+
+Conventions, for every docs/*.md file:
+
+1. Console examples.  A fenced block whose info string is exactly `console`
+   holds worked examples:
+
+       ```console
+       $ KILN_ENABLE=fast_math build/kiln options --level kernel
+       enable=fast_math
+       $ build/kiln options --enable 'fast_math(1)'
+       kiln options: execute enable[0]: invalid argument at byte 9: ...
+       [exit 1]
+       ```
+
+   - A line starting with "$ " is a command.  A command line ending in "\\"
+     continues on the next line (as in the shell).
+   - The lines after a command, up to the next "$ " line or the end of the
+     block, are its expected output: stdout and stderr as one stream
+     (the command runs as `bash -c CMD` with stderr joined to stdout),
+     compared byte for byte.  An empty line stands for an empty output line.
+   - A last expected line "[exit N]" says that the command exits with
+     status N; without it the command must exit 0.
+   - Every command runs in the repository root with a clean environment
+     (PATH, HOME and LC_ALL=C only: no KILN_* variable unless the command
+     sets it), and every word `build/kiln` is replaced by the KILN path
+     given on the command line.
+   Blocks with any other info string (or none) are never run.
+
+2. Marked tables, checked against the JSON the tool prints:
+   - between <!-- option-catalogue:begin --> and <!-- option-catalogue:end -->
+     (required in docs/options.md): one row per option of
+     `KILN options --catalogue-json`, in catalogue order:
+     | `NAME` | SET | ARGUMENT | LEVEL | IMPLEMENTED | DESCRIPTION |
+     where ARGUMENT is `none`, `integer (default D)` or
+     `names: W1, W2, ...` (the vocabulary), IMPLEMENTED is yes/no and
+     DESCRIPTION is the catalogue's text;
+   - between <!-- option-edge-cases:begin --> and <!-- option-edge-cases:end -->:
+     | SOURCE | SET | INPUT | RESULT |
+     SOURCE is `env` (the string is the set's KILN_* variable) or `execute`
+     (the string is the one element of `--enable`/`--disable`); INPUT is a
+     code span taken literally, or (empty); RESULT is a code span with the
+     canonical text, (empty) for empty canonical text, or
+     `KIND at OFFSET, token TOKEN` with KIND one of syntax, unknown,
+     argument, element and TOKEN a code span or (empty).  Each row is run
+     through `KILN options` and the message on stderr must report that
+     kind, source, offset and token;
+   - between <!-- op-table:begin --> and <!-- op-table:end --> (optional):
+     | NAME | ARITY | DTYPES | RESULT | from `KILN fusion --op-table-json`
+     (the format is described in docs/fusion-format.md).
+   The header row and the | --- | row of each table are skipped.
+"""
+
+import difflib
+import glob
+import json
+import os
+import re
+import subprocess
 import sys
-print("docs-check: nothing to check yet")
-sys.exit(0)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KILN_WORD = re.compile(r"(?<![\w/.-])build/kiln(?![\w/.-])")
+FENCE = re.compile(r"^(```+|~~~+)\s*(\S*)\s*$")
+KIND_WORDS = {"syntax": "syntax error", "unknown": "unknown option",
+              "argument": "invalid argument", "element": "invalid element"}
+ENV_VARS = {"enable": "KILN_ENABLE", "disable": "KILN_DISABLE",
+            "dump": "KILN_DUMP"}
+
+failures = []
+
+
+def fail(where, what, expected=None, got=None):
+    text = "%s: %s" % (where, what)
+    if expected is not None:
+        diff = difflib.unified_diff(
+            expected.splitlines(True), got.splitlines(True),
+            "expected (docs)", "actual (code)")
+        text += "\n" + "".join(
+            d if d.endswith("\n") else d + "\n\\ no newline\n" for d in diff)
+    failures.append(text)
+
+
+def clean_env(extra=None):
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "HOME": os.environ.get("HOME", "/tmp"), "LC_ALL": "C"}
+    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    env.update(extra or {})
+    return env
+
+
+def run(argv, env=None):
+    p = subprocess.run(argv, cwd=ROOT, env=clean_env(env),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return (p.returncode, p.stdout.decode("utf-8", "surrogateescape"),
+            p.stderr.decode("utf-8", "surrogateescape"))
+
+
+def tool_json(kiln, args, where):
+    rc, out, err = run([kiln] + args)
+    if rc != 0:
+        fail(where, "`kiln %s` failed (exit %d): %s" % (" ".join(args), rc,
+                                                      err.strip()))
+        return None
+    try:
+        return json.loads(out)
+    except ValueError as e:
+        fail(where, "`kiln %s` printed invalid JSON: %s" % (" ".join(args), e))
+        return None
+
+
+# ------------------------------------------------------------ examples
+
+def console_blocks(path):
+    """Yield (line number, [lines]) for every ```console block."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, info, start = m.group(1), m.group(2), i + 1
+        j = start
+        while j < len(lines) and not lines[j].startswith(fence[:3]):
+            j += 1
+        if info == "console":
+            yield start + 1, lines[start:j]
+        i = j + 1
+
+
+def check_examples(path, kiln):
+    rel = os.path.relpath(path, ROOT)
+    count = 0
+    for first, block in console_blocks(path):
+        i = 0
+        while i < len(block):
+            if not block[i].startswith("$ "):
+                if block[i].strip():
+                    fail("%s:%d" % (rel, first + i),
+                         "console block line is not under a `$ ` command")
+                i += 1
+                continue
+            lineno = first + i
+            cmd = block[i][2:]
+            while cmd.endswith("\\") and i + 1 < len(block):
+                i += 1
+                cmd = cmd + "\n" + block[i]  # bash joins "\\\n"
+            i += 1
+            exp = []
+            while i < len(block) and not block[i].startswith("$ "):
+                exp.append(block[i])
+                i += 1
+            want_rc = 0
+            if exp and re.fullmatch(r"\[exit \d+\]", exp[-1]):
+                want_rc = int(exp[-1][6:-1])
+                exp = exp[:-1]
+            expected = "".join(l + "\n" for l in exp)
+            real = KILN_WORD.sub(kiln.replace("\\", "\\\\"), cmd)
+            p = subprocess.run(["bash", "-c", real], cwd=ROOT, env=clean_env(),
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+            got = p.stdout.decode("utf-8", "surrogateescape")
+            where = "%s:%d: $ %s" % (rel, lineno, cmd.replace("\n", " "))
+            if got != expected:
+                fail(where, "output differs", expected, got)
+            if p.returncode != want_rc:
+                fail(where, "exit status %d, docs say %d" % (p.returncode,
+                                                              want_rc))
+            count += 1
+    return count
+
+
+# --------------------------------------------------------------- tables
+
+def marked_rows(path, name):
+    """Rows (lists of cells) between the markers, or None if absent."""
+    text = open(path, encoding="utf-8").read().split("\n")
+    begin, end = "<!-- %s:begin -->" % name, "<!-- %s:end -->" % name
+    try:
+        b = next(i for i, l in enumerate(text) if l.strip() == begin)
+        e = next(i for i, l in enumerate(text) if l.strip() == end and i > b)
+    except StopIteration:
+        return None
+    rows = []
+    for lineno, line in enumerate(text[b + 1:e], b + 2):
+        line = line.strip()
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in split_row(line)]
+        if all(re.fullmatch(r":?-+:?", c) for c in cells):
+            continue
+        rows.append((lineno, cells))
+    return rows[1:] if rows else rows  # drop the header row
+
+
+def split_row(line):
+    """Split a table row at "|" outside code spans."""
+    cells, cur, in_code = [], "", False
+    for ch in line.strip()[1:]:
+        if ch == "`":
+            in_code = not in_code
+        if ch == "|" and not in_code:
+            cells.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return cells
+
+
+def code_or_empty(cell):
+    if cell == "(empty)":
+        return ""
+    m = re.fullmatch(r"`(.*)`", cell)
+    return None if m is None else m.group(1)
+
+
+def compare_rows(where, want, got_rows):
+    exp = "".join("| " + " | ".join(r) + " |\n" for r in want)
+    got = "".join("| " + " | ".join(c) + " |\n" for _, c in got_rows)
+    if exp != got:
+        fail(where, "table differs from the code", exp, got)
+
+
+def check_catalogue(kiln):
+    path = os.path.join(ROOT, "docs", "options.md")
+    where = "docs/options.md (option-catalogue)"
+    rows = marked_rows(path, "option-catalogue") if os.path.exists(path) else None
+    if rows is None:
+        fail(where, "no <!-- option-catalogue:begin/end --> table")
+        return
+    cat = tool_json(kiln, ["options", "--catalogue-json"], where)
+    if cat is None:
+        return
+    want = []
+    for o in cat["options"]:
+        if o["arg"] == "none":
+            arg = "none"
+        elif o["arg"] == "int":
+            arg = "integer (default %d)" % o["default"]
+        else:
+            arg = "names: " + ", ".join(o["vocabulary"])
+        want.append(["`%s`" % o["name"], o["set"], arg, o["level"],
+                     "yes" if o["implemented"] else "no", o["description"]])
+    compare_rows(where, want, rows)
+
+
+def escape_token(tok):
+    """The message's quoting of a token (runtime/options.c, quote())."""
+    out = ""
+    for b in tok.encode("utf-8", "surrogateescape"):
+        if b < 0x20 or b >= 0x7f or b in (0x27, 0x5c):
+            out += "\\x%02x" % b
+        else:
+            out += chr(b)
+    return "'" + out + "'"
+
+
+def check_edge_cases(kiln):
+    path = os.path.join(ROOT, "docs", "options.md")
+    rows = marked_rows(path, "option-edge-cases") if os.path.exists(path) else None
+    if rows is None:
+        return 0
+    for lineno, cells in rows:
+        where = "docs/options.md:%d" % lineno
+        if len(cells) != 4:
+            fail(where, "edge-case row needs 4 cells: %r" % cells)
+            continue
+        source, set_, inp, result = cells
+        inp = code_or_empty(inp)
+        if source not in ("env", "execute") or set_ not in ENV_VARS or \
+                inp is None or (source == "execute" and set_ == "dump"):
+            fail(where, "bad edge-case row: %r" % cells)
+            continue
+        if source == "env":
+            argv, env = [kiln, "options"], {ENV_VARS[set_]: inp}
+            src = ENV_VARS[set_]
+        else:
+            argv, env = [kiln, "options", "--%s=%s" % (set_, inp)], {}
+            src = "execute %s[0]" % set_
+        p = subprocess.run(argv, cwd=ROOT, env=clean_env(env),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out = p.stdout.decode("utf-8", "surrogateescape")
+        err = p.stderr.decode("utf-8", "surrogateescape")
+        canon = code_or_empty(result)
+        if canon is not None:
+            if p.returncode != 0 or out != canon + "\n":
+                fail(where, "%s %s %r: docs say %r, got exit %d, %r %r" % (
+                    source, set_, inp, canon, p.returncode, out, err.strip()))
+            continue
+        m = re.fullmatch(r"(syntax|unknown|argument|element) at (\d+), "
+                         r"token (`.*`|\(empty\))", result)
+        if m is None:
+            fail(where, "bad result cell %r" % result)
+            continue
+        tok = code_or_empty(m.group(3))
+        frag = "kiln options: %s: %s at byte %s: %s" % (
+            src, KIND_WORDS[m.group(1)], m.group(2), escape_token(tok))
+        if p.returncode != 1 or out != "" or not err.startswith(frag):
+            fail(where, "%s %s %r: docs say %r, got exit %d, %r %r" % (
+                source, set_, inp, frag, p.returncode, out, err.strip()))
+    return len(rows)
+
+
+def check_op_table(kiln):
+    n = 0
+    for path in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
+        rows = marked_rows(path, "op-table")
+        if rows is None:
+            continue
+        where = "%s (op-table)" % os.path.relpath(path, ROOT)
+        ops = tool_json(kiln, ["fusion", "--op-table-json"], where)
+        if ops is None:
+            continue
+        want = [[o["name"], str(o["arity"]), ", ".join(o["dtypes"]),
+                 o["result"]] for o in ops["ops"]]
+        compare_rows(where, want, rows)
+        n += 1
+    return n
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(sys.argv) == 2 else 2
+    kiln = os.path.abspath(sys.argv[1])
+    if not os.access(kiln, os.X_OK):
+        print("docs-check: %s is not an executable" % sys.argv[1],
+              file=sys.stderr)
+        return 2
+    check_catalogue(kiln)
+    edges = check_edge_cases(kiln)
+    tables = check_op_table(kiln)
+    examples = 0
+    for path in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
+        examples += check_examples(path, kiln)
+    for f in failures:
+        print("docs-check: " + f, file=sys.stderr)
+    if failures:
+        print("docs-check: %d mismatch(es)" % len(failures), file=sys.stderr)
+        return 1
+    print("docs-check: catalogue ok, %d edge cases, %d op table(s), "
+          "%d examples: all match" % (edges, tables, examples))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
