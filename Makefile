@@ -108,7 +108,7 @@ MUTANT_SRC := $(wildcard conformance/mutants/*.c)
 # its entry symbol.
 $(BUILD)/plugins/lib%.so: tests/plugins/%.c $(BUILD)/libkiln.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< $(BUILD)/libkiln.a $(LDFLAGS) $(SYSLIBS)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< $(BUILD)/libkiln.a -Wl,--exclude-libs,ALL $(LDFLAGS) $(SYSLIBS)
 $(BUILD)/mutants/%.so: conformance/mutants/%.c $(BUILD)/libkiln.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< $(BUILD)/libkiln.a $(LDFLAGS) $(SYSLIBS)

@@ -1,2 +1,51 @@
-/* kiln_test_plugin.c -- placeholder plugin (replaced in Step 2). */
-#include "backend.h"
+/*
+** kiln_test_plugin.c -- a backend plugin for the plugin-loading tests
+** (tests/unit/test_plugin.c): the reference backend under another name.
+**
+** It links libkiln.a privately (every libkiln symbol is hidden) and exports
+** exactly one symbol, kiln_backend_entry.  Its descriptor is a copy of the
+** reference backend's with name "test-plugin" and identity prefixed by
+** "test-plugin;", so kernels it compiles can never be confused with ref's.
+** The copy is built on each call of the entry function in thread-local
+** storage (the host copies it at once); the entry returns NULL for a host
+** ABI it does not speak.
+**
+** For the ABI tests, two environment variables bend the descriptor:
+** KILN_TEST_PLUGIN_ABI=N reports abi_version N, KILN_TEST_PLUGIN_SIZE=N
+** reports struct_size N.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static _Thread_local kiln_backend desc;
+
+static kiln_status plugin_identity(void *state, const kiln_kernel_options *ko,
+                                   char *buf, size_t cap)
+{
+    char inner[400];
+    kiln_status s = kiln__backend_ref()->identity(state, ko, inner, sizeof inner);
+    if (s != KILN_OK)
+        return s;
+    int n = snprintf(buf, cap, "test-plugin;%s", inner);
+    return n < 0 || (size_t)n >= cap ? KILN_ERR_LIMIT : KILN_OK;
+}
+
+__attribute__((visibility("default"))) const kiln_backend *
+kiln_backend_entry(uint32_t host_abi)
+{
+    if (host_abi != KILN_BACKEND_ABI_VERSION)
+        return NULL;
+    desc = *kiln__backend_ref();
+    desc.name = "test-plugin";
+    desc.identity = plugin_identity;
+    const char *abi = getenv("KILN_TEST_PLUGIN_ABI");
+    const char *size = getenv("KILN_TEST_PLUGIN_SIZE");
+    if (abi != NULL)
+        desc.abi_version = (uint32_t)strtoul(abi, NULL, 10);
+    if (size != NULL)
+        desc.struct_size = (uint32_t)strtoul(size, NULL, 10);
+    return &desc;
+}
