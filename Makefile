@@ -111,7 +111,7 @@ $(BUILD)/plugins/lib%.so: tests/plugins/%.c $(BUILD)/libkiln.a
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< $(BUILD)/libkiln.a -Wl,--exclude-libs,ALL $(LDFLAGS) $(SYSLIBS)
 $(BUILD)/mutants/%.so: conformance/mutants/%.c $(BUILD)/libkiln.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< $(BUILD)/libkiln.a $(LDFLAGS) $(SYSLIBS)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< $(BUILD)/libkiln.a -Wl,--exclude-libs,ALL $(LDFLAGS) $(SYSLIBS)
 plugins: $(PLUGIN_SRC:tests/plugins/%.c=$(BUILD)/plugins/lib%.so)
 mutants-build: $(MUTANT_SRC:conformance/mutants/%.c=$(BUILD)/mutants/%.so)
 
