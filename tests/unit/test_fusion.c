@@ -609,6 +609,44 @@ START_TEST(shapes_matmul_broadcast_reduce)
 }
 END_TEST
 
+START_TEST(shapes_outer_product_and_text)
+{
+    /* [M,1] x [1,N]: K is a broadcast axis in both, so it must be 1 */
+    const char *text = "kiln.fusion 1\n"
+                       "%0 = input f32 [?, 1]\n"
+                       "%1 = input f32 [1, ?]\n"
+                       "%2 = matmul %0 %1\n"
+                       "%3 = sum %2 axes=[0, 1]\n"
+                       "output %2\n"
+                       "output %3\n";
+    kiln_fusion *f = NULL;
+    ck_assert_int_eq(kiln_fusion_parse(text, strlen(text), &f), KILN_OK);
+    int64_t s41[2] = {4, 1}, s16[2] = {1, 6}, s46[2] = {4, 6};
+    struct kiln_tensor ta = tensor(KILN_F32, 2, s41), tb = tensor(KILN_F32, 2, s16);
+    kiln_tensor *ins[2] = {&ta, &tb};
+    int64_t sh[4][KILN_MAX_RANK];
+    ck_assert_int_eq(kiln__fusion_shapes(f, ins, 2, sh), KILN_OK);
+    ck_assert(sh[2][0] == 4 && sh[2][1] == 6);
+    tb = tensor(KILN_F32, 2, s46);
+    assert_err(kiln__fusion_shapes(f, ins, 2, sh), KILN_ERR_SHAPE,
+               "input 1 axis 0: size 4, but the axis is declared broadcast "
+               "(size 1)");
+    tb = tensor(KILN_F32, 2, s16);
+    tb.sizes[1] = -3;
+    assert_err(kiln__fusion_shapes(f, ins, 2, sh), KILN_ERR_SHAPE,
+               "input 1 axis 1: negative size -3");
+    ck_assert_int_eq(kiln__fusion_shapes(f, NULL, 2, sh),
+                     KILN_ERR_INVALID_ARGUMENT);
+    kiln_fusion_destroy(f);
+    /* an unfinalized fusion has no shapes yet */
+    f = newf();
+    in(f, KILN_F32, 1, "?");
+    assert_err(kiln__fusion_shapes(f, ins, 1, sh), KILN_ERR_STATE,
+               "the fusion is not finalized");
+    kiln_fusion_destroy(f);
+}
+END_TEST
+
 /* ---------------------------------------------------------- hash/equal */
 
 /* Build variant k of a small fusion: 0 is the base, others differ in one
@@ -776,6 +814,7 @@ Suite *fusion_suite(void)
     tc = tcase_create("shapes");
     tcase_add_test(tc, shapes_concrete);
     tcase_add_test(tc, shapes_matmul_broadcast_reduce);
+    tcase_add_test(tc, shapes_outer_product_and_text);
     suite_add_tcase(s, tc);
     tc = tcase_create("hash");
     tcase_add_test(tc, hash_and_equal);

@@ -85,6 +85,18 @@ static const char *const corpus[] = {
     "%4 = sum %3 axes=[0, 1, 2, 3, 4, 5, 6, 7]\n"
     "output %2\n"
     "output %4\n",
+    /* identity broadcast, reducing a broadcast axis, constant condition,
+    ** outer product through a matmul whose K axes are both broadcast */
+    "kiln.fusion 1\n"
+    "%0 = input f32 [?, 1]\n"
+    "%1 = broadcast %0 rank=2 new=[]\n"
+    "%2 = sum %1 axes=[1]\n"
+    "%3 = const bool 0x1\n"
+    "%4 = where %3 %2 %2\n"
+    "%5 = input f32 [1, ?]\n"
+    "%6 = matmul %0 %5\n"
+    "output %4\n"
+    "output %6\n",
     /* every unary float op */
     "kiln.fusion 1\n"
     "%0 = input f32 [?]\n"
