@@ -220,5 +220,8 @@ struct kiln_tensor {
 /* Built-in backends. */
 const kiln_backend *kiln__backend_ref(void);
 const kiln_backend *kiln__backend_cuda(void);
+/* Compile-only CUDA backend for CI (backends/cuda.c): NVRTC-compiles every
+** kernel, then runs it on the ref backend. */
+const kiln_backend *kiln__backend_nvrtc(void);
 
 #endif /* KILN_INTERNAL_H */

@@ -1,21 +1,1046 @@
 /*
-** cuda.c -- the CUDA backend (work in progress: reports itself unavailable
-** until the driver path lands).
+** cuda.c -- the CUDA backend ("cuda") and the compile-only NVRTC backend
+** ("nvrtc") (docs/backends.md, "CUDA backend"; backend.h for the ABI).
+**
+** cuda: open() dlopens the driver, NVRTC and (optionally) cuBLAS through
+** cuda_loader.c, retains the primary context of device `device`, and keeps
+** everything per instance: a module loaded by compile() belongs to the
+** instance (and so to its device) that compiled it, and launch() refuses a
+** handle from another instance.  compile() = cuda_codegen.c + NVRTC (cubin
+** for the device's own sm_XX, or PTX JIT-loaded by the driver under
+** disable=compile_to_sass) + cuModuleLoadDataEx; MATMUL_FALLBACK segments
+** run through cublasGemmEx (f32 accumulation) when cuBLAS loaded and the
+** operands are dense row-major, else the generated kernel.  Every driver
+** call is checked; a failed compile carries the NVRTC log and the
+** generated source.  All work is issued on the context's legacy default
+** stream, so launches and copies are ordered; launch() does not wait for
+** the kernel (KILN_CUDA_SYNC=1 makes it synchronize and report faults at
+** the launch that caused them).
+**
+** Thread safety: the instance is immutable after open() except for the
+** reduction scratch buffer and the cuBLAS handle, both guarded by `lock`
+** (held across the two launches of a split reduction so that another
+** thread's launches cannot interleave on the shared scratch).
+**
+** nvrtc: needs only NVRTC.  compile() generates and compiles the CUDA
+** source for every architecture in KILN_NVRTC_ARCHS (default
+** "sm_90,sm_80"), fails with KILN_ERR_COMPILE on any error or warning, and
+** then delegates compile/launch to the ref backend, so results are still
+** checked on a machine without a GPU.
 */
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "internal.h"
+#include "backends/cuda_codegen.h"
+#include "backends/cuda_loader.h"
+
+/* snprintf that may truncate on purpose. */
+static void fmt(char *dst, size_t cap, const char *f, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fmt(char *dst, size_t cap, const char *f, ...)
+{
+    if (dst == NULL || cap == 0)
+        return;
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(dst, cap, f, ap);
+    va_end(ap);
+}
+
+/* Record status s with message msg in err and the thread's last error. */
+static kiln_status fail(kiln_status s, char *err, size_t cap, const char *msg)
+{
+    fmt(err, cap, "%s", msg);
+    return kiln__err(s, "%s", msg);
+}
+
+/* --------------------------------------------------------- NVRTC build */
+
+/* Compile `src` for `arch` under `ko`.  With image != NULL the cubin (or
+** PTX when !ko->sass) is returned in *image (kiln__free) and its size.
+** Any error or warning is KILN_ERR_COMPILE with the flags, the NVRTC log
+** and the generated source (from the end of the preamble) in the message;
+** `flags_out` (may be NULL) receives the flag text. */
+static kiln_status nvrtc_build(const kiln_cuda_api *api, const char *src,
+                               const kiln_kernel_options *ko, const char *arch,
+                               char **image, size_t *image_size,
+                               char *flags_out, size_t flags_cap, char *err,
+                               size_t cap)
+{
+    const char *argv[16];
+    int argc = 0;
+    char store[256], ftext[256];
+    kiln_status s = kiln__cuda_flags(ko, arch, argv, &argc, store, sizeof store);
+    if (s == KILN_OK)
+        s = kiln__cuda_flags_text(ko, arch, ftext, sizeof ftext);
+    if (s != KILN_OK)
+        return fail(s, err, cap, kiln_last_error());
+    if (flags_out != NULL)
+        fmt(flags_out, flags_cap, "%s", ftext);
+    nvrtcProgram prog = NULL;
+    s = KILN_NVRTC(api, nvrtcCreateProgram, (&prog, src, "kiln_kernel.cu", 0, NULL, NULL),
+                   err, cap);
+    if (s != KILN_OK)
+        return s;
+    nvrtcResult r = api->p_nvrtcCompileProgram(prog, argc, argv);
+    size_t logn = 0;
+    char *log = NULL;
+    if (api->p_nvrtcGetProgramLogSize(prog, &logn) == NVRTC_SUCCESS && logn > 0) {
+        log = kiln__malloc(logn + 1);
+        if (log != NULL && api->p_nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS)
+            log[0] = '\0';
+        if (log != NULL)
+            log[logn] = '\0';
+    }
+    int warned = log != NULL && log[0] != '\0' && strspn(log, " \r\n") != strlen(log);
+    if (r != NVRTC_SUCCESS || warned) {
+        /* Message: what failed, the log, then the kernel part of the source
+        ** (the preamble is elided; line numbers say where it starts). */
+        kiln_buf b = {0};
+        const char *what = r != NVRTC_SUCCESS
+                               ? (api->p_nvrtcGetErrorString ? api->p_nvrtcGetErrorString(r) : "?")
+                               : "warnings are errors";
+        kiln__buf_printf(&b, "cuda: NVRTC compile for %s failed (%s) [nvrtc %d.%d, flags: %s]\n",
+                         arch, what, api->nvrtc_major, api->nvrtc_minor, ftext);
+        kiln__buf_printf(&b, "--- NVRTC log ---\n%s\n", log ? log : "(no log)");
+        const char *marker = strstr(src, "// ---- end of preamble\n");
+        const char *body = src;
+        int line = 1;
+        if (marker != NULL) {
+            for (const char *p = src; p < marker; p++)
+                line += *p == '\n';
+            body = marker;
+        }
+        kiln__buf_printf(&b, "--- generated source from line %d (preamble elided; "
+                              "KILN_DUMP=cuda_kernel prints all) ---\n", line);
+        kiln__buf_puts(&b, body);
+        s = fail(KILN_ERR_COMPILE, err, cap, b.failed ? "cuda: NVRTC compile failed" : b.data);
+        kiln__buf_free(&b);
+        kiln__free(log);
+        api->p_nvrtcDestroyProgram(&prog);
+        return s;
+    }
+    kiln__free(log);
+    if (image != NULL) {
+        size_t n = 0;
+        s = ko->sass ? KILN_NVRTC(api, nvrtcGetCUBINSize, (prog, &n), err, cap)
+                     : KILN_NVRTC(api, nvrtcGetPTXSize, (prog, &n), err, cap);
+        char *img = NULL;
+        if (s == KILN_OK) {
+            img = kiln__malloc(n + 1);
+            if (img == NULL)
+                s = fail(KILN_ERR_NO_MEMORY, err, cap, "cuda: out of memory (kernel image)");
+        }
+        if (s == KILN_OK)
+            s = ko->sass ? KILN_NVRTC(api, nvrtcGetCUBIN, (prog, img), err, cap)
+                         : KILN_NVRTC(api, nvrtcGetPTX, (prog, img), err, cap);
+        if (s == KILN_OK) {
+            img[n] = '\0';
+            *image = img;
+            *image_size = n;
+        } else {
+            kiln__free(img);
+        }
+    }
+    api->p_nvrtcDestroyProgram(&prog);
+    return s;
+}
+
+/* ------------------------------------------------------------ cuda state */
+
+typedef struct cuda_state {
+    kiln_cuda_api api;
+    int ordinal;
+    CUdevice dev;
+    CUcontext ctx;      /* the device's primary context (retained) */
+    int cc_major, cc_minor, sms;
+    char arch[16];      /* "sm_90" */
+    char name[128];
+    int sync;           /* KILN_CUDA_SYNC=1 */
+    pthread_mutex_t lock;
+    CUdeviceptr scratch;
+    size_t scratch_bytes;
+    cublasHandle_t blas;
+} cuda_state;
+
+typedef struct cuda_kernel {
+    const cuda_state *owner; /* launching on another instance is refused */
+    CUmodule mod;
+    CUfunction fmain, ffinish;
+    kiln_cuda_kinfo info;
+    int cublas;              /* MATMUL_FALLBACK through cublasGemmEx */
+} cuda_kernel;
+
+/* Make the instance's context current on this thread. */
+static kiln_status enter(cuda_state *st, char *err, size_t cap)
+{
+    CUcontext cur = NULL;
+    kiln_status s = KILN_CU(&st->api, cuCtxGetCurrent, (&cur), err, cap);
+    if (s == KILN_OK && cur != st->ctx)
+        s = KILN_CU(&st->api, cuCtxSetCurrent, (st->ctx), err, cap);
+    return s;
+}
 
 static kiln_status cuda_open(int device, void **state, char *err, size_t cap)
 {
-    (void)device;
-    (void)state;
-    snprintf(err, cap, "cuda: backend not complete in this build");
-    return KILN_ERR_BACKEND_UNAVAILABLE;
+    if (state == NULL)
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, cap, "cuda: NULL state");
+    cuda_state *st = kiln__calloc(1, sizeof *st);
+    if (st == NULL)
+        return fail(KILN_ERR_NO_MEMORY, err, cap, "cuda: out of memory");
+    char why[768];
+    kiln_status s = kiln__cuda_load(&st->api,
+                                    KILN_CUDA_LOAD_DRIVER | KILN_CUDA_LOAD_NVRTC |
+                                        KILN_CUDA_LOAD_CUBLAS,
+                                    why, sizeof why);
+    if (s != KILN_OK) {
+        char msg[900];
+        fmt(msg, sizeof msg, "cuda: %s", why);
+        kiln__free(st);
+        return fail(s, err, cap, msg);
+    }
+    kiln_cuda_api *api = &st->api;
+    CUresult r = api->p_cuInit(0);
+    if (r != CUDA_SUCCESS) {
+        const char *nm = NULL;
+        if (api->p_cuGetErrorName(r, &nm) != CUDA_SUCCESS || nm == NULL)
+            nm = "unknown CUresult";
+        char msg[512];
+        if (r == CUDA_ERROR_NO_DEVICE)
+            fmt(msg, sizeof msg, "cuda: no device (cuInit: %s [code %d])", nm, (int)r);
+        else
+            fmt(msg, sizeof msg, "cuda: no driver (cuInit failed: %s [code %d])", nm, (int)r);
+        kiln__cuda_unload(api);
+        kiln__free(st);
+        return fail(KILN_ERR_BACKEND_UNAVAILABLE, err, cap, msg);
+    }
+    int count = 0;
+    s = KILN_CU(api, cuDeviceGetCount, (&count), err, cap);
+    if (s == KILN_OK && (device < 0 || device >= count)) {
+        char msg[256];
+        fmt(msg, sizeof msg, "cuda: no device (ordinal %d requested, %d present)", device, count);
+        s = fail(KILN_ERR_BACKEND_UNAVAILABLE, err, cap, msg);
+    }
+    if (s == KILN_OK)
+        s = KILN_CU(api, cuDeviceGet, (&st->dev, device), err, cap);
+    if (s == KILN_OK)
+        s = KILN_CU(api, cuDeviceGetAttribute,
+                    (&st->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, st->dev), err, cap);
+    if (s == KILN_OK)
+        s = KILN_CU(api, cuDeviceGetAttribute,
+                    (&st->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, st->dev), err, cap);
+    if (s == KILN_OK)
+        s = KILN_CU(api, cuDeviceGetAttribute,
+                    (&st->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, st->dev), err, cap);
+    if (s == KILN_OK && api->p_cuDeviceGetName(st->name, (int)sizeof st->name, st->dev) != CUDA_SUCCESS)
+        fmt(st->name, sizeof st->name, "device %d", device);
+    if (s == KILN_OK)
+        s = KILN_CU(api, cuDevicePrimaryCtxRetain, (&st->ctx, st->dev), err, cap);
+    if (s != KILN_OK) {
+        kiln__cuda_unload(api);
+        kiln__free(st);
+        return s;
+    }
+    st->ordinal = device;
+    fmt(st->arch, sizeof st->arch, "sm_%d%d", st->cc_major, st->cc_minor);
+    if (st->sms <= 0)
+        st->sms = 1;
+    const char *sync = getenv("KILN_CUDA_SYNC");
+    st->sync = sync != NULL && sync[0] == '1';
+    if (pthread_mutex_init(&st->lock, NULL) != 0) {
+        api->p_cuDevicePrimaryCtxRelease(st->dev);
+        kiln__cuda_unload(api);
+        kiln__free(st);
+        return fail(KILN_ERR_BACKEND, err, cap, "cuda: pthread_mutex_init failed");
+    }
+    *state = st;
+    return KILN_OK;
+}
+
+static void cuda_close(void *state)
+{
+    cuda_state *st = state;
+    if (st == NULL)
+        return;
+    char err[256];
+    if (enter(st, err, sizeof err) == KILN_OK) {
+        if (st->blas != NULL)
+            st->api.p_cublasDestroy_v2(st->blas);
+        if (st->scratch != 0)
+            st->api.p_cuMemFree(st->scratch);
+    }
+    st->api.p_cuDevicePrimaryCtxRelease(st->dev);
+    pthread_mutex_destroy(&st->lock);
+    kiln__cuda_unload(&st->api);
+    kiln__free(st);
+}
+
+/* "cuda sm_90 nvrtc-13.0 codegen=1 cublas=yes flags=... simplify_off=...
+** opts=<canonical kernel-level options>": changes with every kernel-level
+** option, the target, the compiler and the generator. */
+static kiln_status identity_text(const kiln_cuda_api *api, const char *prefix,
+                                 const char *archs, const char *arch0,
+                                 const kiln_kernel_options *ko, char *buf,
+                                 size_t cap)
+{
+    if (ko == NULL || buf == NULL)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT, "cuda identity: NULL argument");
+    char flags[256], simp[64];
+    kiln_status s = kiln__cuda_flags_text(ko, arch0, flags, sizeof flags);
+    if (s != KILN_OK)
+        return s;
+    kiln__cuda_simplify_text(ko->simplify_off, simp, sizeof simp);
+    int n = snprintf(buf, cap, "%s %s nvrtc-%d.%d codegen=%d%s flags=%s simplify_off=%s opts=%s",
+                     prefix, archs, api->nvrtc_major, api->nvrtc_minor,
+                     KILN_CUDA_CODEGEN_VERSION,
+                     api->h_cuda == NULL ? "" : api->h_cublas ? " cublas=yes" : " cublas=no",
+                     flags, simp[0] ? simp : "-", ko->canonical ? ko->canonical : "");
+    if (n < 0 || (size_t)n >= cap)
+        return kiln__err(KILN_ERR_LIMIT, "cuda identity: buffer of %zu bytes too small", cap);
+    return KILN_OK;
+}
+
+static kiln_status cuda_identity(void *state, const kiln_kernel_options *ko,
+                                 char *buf, size_t cap)
+{
+    cuda_state *st = state;
+    return identity_text(&st->api, "cuda", st->arch, st->arch, ko, buf, cap);
+}
+
+static int dense_rowmajor(const uint32_t *traits, uint32_t k)
+{
+    return traits != NULL && (traits[k] & KILN_TRAIT_CONTIG) != 0;
+}
+
+static void cuda_release(void *state, void *handle);
+
+static kiln_status cuda_compile(void *state, const kiln_ir_segment *seg,
+                                const kiln_kernel_options *ko,
+                                kiln_kernel_out *out, char *err, size_t cap)
+{
+    cuda_state *st = state;
+    if (st == NULL || seg == NULL || ko == NULL || out == NULL)
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, cap, "cuda compile: NULL argument");
+    char *src = NULL;
+    kiln_cuda_kinfo info;
+    kiln_status s = kiln__cuda_codegen(seg, ko, &src, &info);
+    if (s != KILN_OK)
+        return fail(s, err, cap, kiln_last_error());
+    cuda_kernel *k = kiln__calloc(1, sizeof *k);
+    if (k == NULL) {
+        kiln__free(src);
+        return fail(KILN_ERR_NO_MEMORY, err, cap, "cuda compile: out of memory");
+    }
+    k->owner = st;
+    k->info = info;
+    if (seg->kind == KILN_SEGK_MATMUL_FALLBACK && st->api.h_cublas != NULL &&
+        seg->n_outputs == 1 && dense_rowmajor(seg->input_traits, (uint32_t)info.mm_a) &&
+        dense_rowmajor(seg->input_traits, (uint32_t)info.mm_b) &&
+        dense_rowmajor(seg->output_traits, 0) && seg->nodes[seg->outputs[0]].op == KILN_OP_MATMUL) {
+        k->cublas = 1;
+        kiln__free(src);
+        fmt(out->path, sizeof out->path, "cublas");
+        fmt(out->flags, sizeof out->flags, "cublasGemmEx CUBLAS_COMPUTE_32F (%s)",
+            st->api.cublas_path);
+        out->handle = k;
+        return KILN_OK;
+    }
+    char *img = NULL;
+    size_t img_n = 0;
+    char flags[256] = "";
+    s = nvrtc_build(&st->api, src, ko, st->arch, &img, &img_n, flags, sizeof flags, err, cap);
+    kiln__free(src);
+    if (s == KILN_OK)
+        s = enter(st, err, cap);
+    if (s == KILN_OK) {
+        char jit_log[2048] = "";
+        CUjit_option o[3] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                             CU_JIT_LOG_VERBOSE};
+        void *ov[3] = {jit_log, (void *)(uintptr_t)sizeof jit_log, (void *)(uintptr_t)0};
+        CUresult r = st->api.p_cuModuleLoadDataEx(&k->mod, img, 3, o, ov);
+        if (r != CUDA_SUCCESS) {
+            s = kiln__cu_check(&st->api, r, "cuModuleLoadDataEx(&mod, image, ...)", err, cap);
+            char msg[2600];
+            fmt(msg, sizeof msg, "%s; JIT log: %s", kiln_last_error(), jit_log[0] ? jit_log : "(empty)");
+            s = fail(s, err, cap, msg);
+        }
+    }
+    kiln__free(img);
+    if (s == KILN_OK)
+        s = KILN_CU(&st->api, cuModuleGetFunction, (&k->fmain, k->mod, KILN_CUDA_ENTRY_MAIN),
+                    err, cap);
+    if (s == KILN_OK && (info.kind == KILN_CK_REDUCE_INNER || info.kind == KILN_CK_REDUCE_OUTER))
+        s = KILN_CU(&st->api, cuModuleGetFunction,
+                    (&k->ffinish, k->mod, KILN_CUDA_ENTRY_FINISH), err, cap);
+    if (s != KILN_OK) {
+        cuda_release(st, k);
+        return s;
+    }
+    fmt(out->path, sizeof out->path, "generated");
+    fmt(out->flags, sizeof out->flags, "%s", flags);
+    out->handle = k;
+    return KILN_OK;
+}
+
+static void cuda_release(void *state, void *handle)
+{
+    cuda_state *st = state;
+    cuda_kernel *k = handle;
+    if (k == NULL)
+        return;
+    char err[256];
+    if (k->mod != NULL && st != NULL && enter(st, err, sizeof err) == KILN_OK)
+        st->api.p_cuModuleUnload(k->mod);
+    kiln__free(k);
+}
+
+/* ------------------------------------------------------------ launch */
+
+typedef struct pack {
+    uint64_t w[KILN_CUDA_ARG_WORDS(KILN_MAX_RANK, KILN_CUDA_MAX_VIEWS, 0)];
+    size_t nw;
+} pack;
+
+static uint64_t *view_words(pack *p, const kiln_cuda_kinfo *in, int is_out, uint32_t k)
+{
+    size_t R = (size_t)in->R;
+    size_t v = is_out ? in->n_inputs + k : k;
+    return &p->w[R + v * (1 + R)];
+}
+static uint64_t *tail(pack *p, const kiln_cuda_kinfo *in)
+{
+    return &p->w[KILN_CUDA_ARG_WORDS(in->R, in->n_inputs, in->n_outputs) - KILN_CUDA_TAIL_WORDS];
+}
+
+static kiln_status bad_launch(char *err, size_t cap, const char *what, uint32_t k)
+{
+    char msg[256];
+    fmt(msg, sizeof msg, "cuda launch: %s (view %u)", what, k);
+    return fail(KILN_ERR_SHAPE, err, cap, msg);
+}
+
+static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+/* Launch one function of the module with the packed arguments. */
+static kiln_status run(cuda_state *st, CUfunction f, pack *p, uint64_t grid_x,
+                       uint64_t grid_y, unsigned block, char *err, size_t cap)
+{
+    if (grid_x > 0x7fffffffu || grid_y > 65535u)
+        return fail(KILN_ERR_LIMIT, err, cap, "cuda launch: grid too large");
+    void *params[1] = {p->w};
+    kiln_status s = KILN_CU(&st->api, cuLaunchKernel,
+                            (f, (unsigned)grid_x, (unsigned)grid_y, 1, block, 1, 1, 0, NULL,
+                             params, NULL),
+                            err, cap);
+    if (s == KILN_OK && st->sync)
+        s = KILN_CU(&st->api, cuCtxSynchronize, (), err, cap);
+    return s;
+}
+
+static kiln_status ensure_scratch(cuda_state *st, size_t bytes, char *err, size_t cap)
+{
+    if (bytes <= st->scratch_bytes)
+        return KILN_OK;
+    if (st->scratch != 0) {
+        /* earlier launches may still read it */
+        kiln_status s = KILN_CU(&st->api, cuCtxSynchronize, (), err, cap);
+        if (s != KILN_OK)
+            return s;
+        st->api.p_cuMemFree(st->scratch);
+        st->scratch = 0;
+        st->scratch_bytes = 0;
+    }
+    kiln_status s = KILN_CU(&st->api, cuMemAlloc, (&st->scratch, bytes), err, cap);
+    if (s == KILN_OK)
+        st->scratch_bytes = bytes;
+    return s;
+}
+
+/* Validate the views and pack sizes/pointers/normalised strides (size-1
+** axes get stride 0).  keep_mask: axes where outputs have the domain's
+** size (others must be 1). Returns the largest element offset of any view
+** in *maxoff. */
+static kiln_status pack_views(const cuda_kernel *k, const kiln_launch *L,
+                              const int64_t *dom, uint32_t out_keep, pack *p,
+                              uint64_t *maxoff, char *err, size_t cap)
+{
+    const kiln_cuda_kinfo *in = &k->info;
+    int R = in->R;
+    *maxoff = 0;
+    for (int d = 0; d < R; d++)
+        p->w[d] = (uint64_t)(d < in->rank ? dom[d] : 1);
+    for (int is_out = 0; is_out < 2; is_out++) {
+        uint32_t nv = is_out ? in->n_outputs : in->n_inputs;
+        const kiln_ir_tensor *views = is_out ? L->outputs : L->inputs;
+        for (uint32_t v = 0; v < nv; v++) {
+            const kiln_ir_tensor *t = &views[v];
+            uint64_t *w = view_words(p, in, is_out, v);
+            w[0] = (uint64_t)(uintptr_t)t->data;
+            int matmul_operand = !is_out && in->kind == KILN_CK_MATMUL &&
+                                 ((int)v == in->mm_a || (int)v == in->mm_b);
+            if (t->rank != in->rank)
+                return bad_launch(err, cap, "view rank differs from the domain's", v);
+            uint64_t off = 0;
+            int empty = 0;
+            for (int d = 0; d < R; d++) {
+                int64_t sz = d < t->rank ? t->sizes[d] : 1;
+                int64_t sd = d < t->rank ? t->strides[d] : 0;
+                if (sz < 0 || sd < 0)
+                    return bad_launch(err, cap, "negative size or stride", v);
+                if (sz == 0)
+                    empty = 1;
+                if (!matmul_operand) {
+                    int64_t want = (int64_t)p->w[d];
+                    if (is_out && !(out_keep >> d & 1u))
+                        want = 1;
+                    if (sz != want && !(sz == 1 && !is_out))
+                        return bad_launch(err, cap, "view size does not match the domain", v);
+                }
+                w[1 + d] = sz == 1 ? 0 : (uint64_t)sd;
+                if (sz > 1)
+                    off += (uint64_t)(sz - 1) * (uint64_t)sd;
+            }
+            if (!empty && off > *maxoff)
+                *maxoff = off;
+        }
+    }
+    return KILN_OK;
+}
+
+static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+static kiln_status launch_pointwise(cuda_state *st, cuda_kernel *k, kiln_launch *L,
+                                    pack *p, char *err, size_t cap)
+{
+    const kiln_cuda_kinfo *in = &k->info;
+    int R = in->R;
+    uint64_t n = 1;
+    for (int d = 0; d < in->rank; d++)
+        n *= (uint64_t)L->domain[d];
+    /* flat views must really be dense row-major over D */
+    for (uint32_t v = 0; v < in->n_inputs + in->n_outputs; v++) {
+        int is_out = v >= in->n_inputs;
+        uint32_t kk = is_out ? v - in->n_inputs : v;
+        if (kk >= 16 || !(in->flat_views >> (is_out ? 16 + kk : kk) & 1u))
+            continue;
+        if (!is_out && !(in->used_inputs >> kk & 1u))
+            continue;
+        uint64_t *w = view_words(p, in, is_out, kk);
+        uint64_t dense = 1;
+        for (int d = R - 1; d >= 0; d--) {
+            if (p->w[d] > 1 && w[1 + d] != dense)
+                return bad_launch(err, cap, "view marked CONTIG is not dense row-major", kk);
+            dense *= p->w[d];
+        }
+    }
+    /* unread inputs must not block merging */
+    for (uint32_t v = 0; v < in->n_inputs; v++)
+        if (!(in->used_inputs >> v & 1u))
+            memset(view_words(p, in, 0, v) + 1, 0, (size_t)R * sizeof(uint64_t));
+    /* collapse: drop size-1 axes, merge d into d+1 where every view allows */
+    uint64_t size[KILN_MAX_RANK];
+    uint64_t str[KILN_CUDA_MAX_VIEWS][KILN_MAX_RANK];
+    uint32_t nviews = in->n_inputs + in->n_outputs;
+    int nd = 0;
+    for (int d = 0; d < R; d++) {
+        if (p->w[d] == 1)
+            continue;
+        int merge = nd > 0;
+        for (uint32_t v = 0; v < nviews && merge; v++) {
+            uint64_t *w = view_words(p, in, v >= in->n_inputs,
+                                     v >= in->n_inputs ? v - in->n_inputs : v);
+            merge = str[v][nd - 1] == w[1 + d] * p->w[d];
+        }
+        if (merge) {
+            size[nd - 1] *= p->w[d];
+            for (uint32_t v = 0; v < nviews; v++) {
+                uint64_t *w = view_words(p, in, v >= in->n_inputs,
+                                         v >= in->n_inputs ? v - in->n_inputs : v);
+                str[v][nd - 1] = w[1 + d];
+            }
+        } else {
+            size[nd] = p->w[d];
+            for (uint32_t v = 0; v < nviews; v++) {
+                uint64_t *w = view_words(p, in, v >= in->n_inputs,
+                                         v >= in->n_inputs ? v - in->n_inputs : v);
+                str[v][nd] = w[1 + d];
+            }
+            nd++;
+        }
+    }
+    if (nd == 0) {
+        size[0] = 1;
+        for (uint32_t v = 0; v < nviews; v++)
+            str[v][0] = 0;
+        nd = 1;
+    }
+    for (int d = 0; d < R; d++) {
+        int src = d - (R - nd);
+        p->w[d] = src >= 0 ? size[src] : 1;
+        for (uint32_t v = 0; v < nviews; v++) {
+            uint64_t *w = view_words(p, in, v >= in->n_inputs,
+                                     v >= in->n_inputs ? v - in->n_inputs : v);
+            w[1 + d] = src >= 0 ? str[v][src] : 0;
+        }
+    }
+    int vec = in->vec;
+    int ok = vec > 0 && (nd == 1 || p->w[R - 1] % (uint64_t)vec == 0);
+    for (uint32_t v = 0; v < nviews && ok; v++) {
+        int is_out = v >= in->n_inputs;
+        uint32_t kk = is_out ? v - in->n_inputs : v;
+        if (!is_out && !(in->used_inputs >> kk & 1u))
+            continue;
+        uint64_t *w = view_words(p, in, is_out, kk);
+        ok = aligned16((const void *)(uintptr_t)w[0]) &&
+             (is_out ? w[R] == 1 : w[R] <= 1);
+        for (int d = 0; d < R - 1 && ok; d++)
+            ok = w[1 + d] % (uint64_t)vec == 0;
+    }
+    uint64_t *t = tail(p, in);
+    t[KILN_CUDA_T_N] = n;
+    t[KILN_CUDA_T_ND] = (uint64_t)nd;
+    t[KILN_CUDA_T_MODE] = ok ? 1u : 0u;
+    if (n == 0)
+        return KILN_OK;
+    uint64_t work = ok ? n / (uint64_t)vec : n;
+    if (work == 0)
+        work = 1;
+    uint64_t blocks = ceil_div(work, 256);
+    uint64_t maxb = (uint64_t)st->sms * 8;
+    if (blocks > maxb)
+        blocks = maxb;
+    return run(st, k->fmain, p, blocks, 1, 256, err, cap);
+}
+
+static kiln_status launch_reduction(cuda_state *st, cuda_kernel *k, kiln_launch *L,
+                                    pack *p, char *err, size_t cap)
+{
+    const kiln_cuda_kinfo *in = &k->info;
+    int R = in->R;
+    uint64_t O = 1, J = 1;
+    for (int d = 0; d < in->rank; d++) {
+        if (in->red_axes >> d & 1u)
+            J *= (uint64_t)L->domain[d];
+        else
+            O *= (uint64_t)L->domain[d];
+    }
+    uint64_t *t = tail(p, in);
+    t[KILN_CUDA_T_N] = O;
+    t[KILN_CUDA_T_J] = J;
+    if (O == 0)
+        return KILN_OK;
+    int vec = in->vec;
+    int ok = vec > 0 && p->w[R - 1] % (uint64_t)vec == 0;
+    for (uint32_t v = 0; v < in->n_inputs && ok; v++) {
+        if (!(in->pre_inputs >> v & 1u))
+            continue;
+        uint64_t *w = view_words(p, in, 0, v);
+        ok = aligned16((const void *)(uintptr_t)w[0]) && w[R] <= 1;
+        for (int d = 0; d < R - 1 && ok; d++)
+            ok = w[1 + d] % (uint64_t)vec == 0;
+    }
+    uint64_t target = (uint64_t)st->sms * 8, S = 1, chunk = J > 0 ? J : 1;
+    uint64_t grid_x;
+    unsigned tpr = 0;
+    uint64_t step = ok ? (uint64_t)vec : 1;
+    if (in->kind == KILN_CK_REDUCE_INNER) {
+        tpr = J >= 1024 ? 256u : 32u;
+        grid_x = ceil_div(O, 256u / tpr);
+        if (grid_x < target && J > 0) {
+            S = ceil_div(target, grid_x);
+            uint64_t most = ceil_div(J, (uint64_t)tpr * 8 * step);
+            if (S > most) S = most;
+        }
+    } else {
+        grid_x = ceil_div(O, 32 * step);
+        if (grid_x < target && J > 0) {
+            S = ceil_div(target, grid_x);
+            uint64_t most = ceil_div(J, 64);
+            if (S > most) S = most;
+        }
+    }
+    if (S < 1)
+        S = 1;
+    if (S > 65535)
+        S = 65535;
+    if (J > 0) {
+        chunk = ceil_div(J, S);
+        chunk = ceil_div(chunk, step) * step;
+        S = ceil_div(J, chunk);
+    }
+    t[KILN_CUDA_T_S] = S;
+    t[KILN_CUDA_T_CHUNK] = chunk;
+    t[KILN_CUDA_T_MODE] = (ok ? 1u : 0u) | ((uint64_t)tpr << 8);
+    if (S == 1)
+        return run(st, k->fmain, p, grid_x, 1, 256, err, cap);
+    if (!in->index64 && S * O > 0x7fffffffu)
+        return fail(KILN_ERR_LIMIT, err, cap,
+                    "cuda launch: reduction partials need 64-bit indexing");
+    pthread_mutex_lock(&st->lock);
+    kiln_status s = ensure_scratch(st, (size_t)(S * O * in->acc_bytes), err, cap);
+    if (s == KILN_OK) {
+        t[KILN_CUDA_T_SCRATCH] = (uint64_t)st->scratch;
+        s = run(st, k->fmain, p, grid_x, S, 256, err, cap);
+    }
+    if (s == KILN_OK) {
+        uint64_t fb = ceil_div(O, 256);
+        if (fb > target)
+            fb = target;
+        s = run(st, k->ffinish, p, fb, 1, 256, err, cap);
+    }
+    pthread_mutex_unlock(&st->lock);
+    return s;
+}
+
+static cudaDataType_t blas_type(int dt)
+{
+    return dt == KILN_F16 ? CUDA_R_16F : dt == KILN_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+static kiln_status launch_cublas(cuda_state *st, cuda_kernel *k, kiln_launch *L,
+                                 pack *p, char *err, size_t cap)
+{
+    const kiln_cuda_kinfo *in = &k->info;
+    uint64_t M = (uint64_t)L->domain[0], N = (uint64_t)L->domain[1], K = (uint64_t)L->k;
+    if (M == 0 || N == 0)
+        return KILN_OK;
+    uint64_t *wa = view_words(p, in, 0, (uint32_t)in->mm_a);
+    uint64_t *wb = view_words(p, in, 0, (uint32_t)in->mm_b);
+    uint64_t *wc = view_words(p, in, 1, 0);
+    /* dense row-major with inner stride 1 (size-1 axes normalised to 0) */
+    uint64_t lda = M > 1 ? wa[1] : K, ldb = K > 1 ? wb[1] : N, ldc = M > 1 ? wc[1] : N;
+    if ((K > 1 && wa[2] != 1) || (N > 1 && wb[2] != 1) || (N > 1 && wc[2] != 1) ||
+        lda < K || ldb < N || ldc < N || M > 0x7fffffff || N > 0x7fffffff ||
+        K > 0x7fffffff || lda > 0x7fffffff || ldb > 0x7fffffff || ldc > 0x7fffffff)
+        return fail(KILN_ERR_ALIGNMENT, err, cap,
+                    "cuda launch: cuBLAS path needs dense row-major operands "
+                    "(the segment's CONTIG traits do not hold)");
+    if (K == 0) {
+        if (ldc != N)
+            return fail(KILN_ERR_ALIGNMENT, err, cap, "cuda launch: K=0 with padded output");
+        return KILN_CU(&st->api, cuMemsetD8, ((CUdeviceptr)wc[0], 0, (size_t)(M * N * 4)),
+                       err, cap);
+    }
+    pthread_mutex_lock(&st->lock);
+    kiln_status s = KILN_OK;
+    if (st->blas == NULL)
+        s = KILN_CUBLAS(&st->api, cublasCreate_v2, (&st->blas), err, cap);
+    if (s == KILN_OK)
+        s = KILN_CUBLAS(&st->api, cublasSetStream_v2, (st->blas, NULL), err, cap);
+    if (s == KILN_OK) {
+        const float alpha = 1.0f, beta = 0.0f;
+        cudaDataType_t ty = blas_type(in->mm_dtype);
+        /* row-major C = A B is column-major C^T = B^T A^T */
+        s = KILN_CUBLAS(&st->api, cublasGemmEx,
+                        (st->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)N, (int)M, (int)K, &alpha,
+                         (const void *)(uintptr_t)wb[0], ty, (int)ldb,
+                         (const void *)(uintptr_t)wa[0], ty, (int)lda, &beta,
+                         (void *)(uintptr_t)wc[0], CUDA_R_32F, (int)ldc,
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                        err, cap);
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (s == KILN_OK && st->sync)
+        s = KILN_CU(&st->api, cuCtxSynchronize, (), err, cap);
+    return s;
+}
+
+static kiln_status launch_matmul(cuda_state *st, cuda_kernel *k, kiln_launch *L,
+                                 pack *p, char *err, size_t cap)
+{
+    const kiln_cuda_kinfo *in = &k->info;
+    const kiln_ir_tensor *A = &L->inputs[in->mm_a], *B = &L->inputs[in->mm_b];
+    uint64_t M = (uint64_t)L->domain[0], N = (uint64_t)L->domain[1];
+    if (L->k < 0 || A->sizes[0] != L->domain[0] || A->sizes[1] != L->k ||
+        B->sizes[0] != L->k || B->sizes[1] != L->domain[1])
+        return bad_launch(err, cap, "matmul operands do not match [M,K] x [K,N]",
+                          (uint32_t)in->mm_a);
+    tail(p, in)[KILN_CUDA_T_S] = (uint64_t)L->k;
+    if (k->cublas)
+        return launch_cublas(st, k, L, p, err, cap);
+    if (M == 0 || N == 0)
+        return KILN_OK;
+    return run(st, k->fmain, p, ceil_div(N, 64), ceil_div(M, 64), 256, err, cap);
+}
+
+static kiln_status cuda_launch(void *state, void *handle, kiln_launch *L,
+                               char *err, size_t cap)
+{
+    cuda_state *st = state;
+    cuda_kernel *k = handle;
+    if (st == NULL || k == NULL || L == NULL)
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, cap, "cuda launch: NULL argument");
+    if (k->owner != st) {
+        char msg[200];
+        fmt(msg, sizeof msg, "cuda launch: kernel was compiled for device %d, not device %d "
+                             "(modules are per device)",
+            k->owner->ordinal, st->ordinal);
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, cap, msg);
+    }
+    const kiln_cuda_kinfo *in = &k->info;
+    L->gpu_ms = -1;
+    if (L->n_inputs != in->n_inputs || L->n_outputs != in->n_outputs ||
+        L->rank != in->rank || (L->n_inputs > 0 && L->inputs == NULL) || L->outputs == NULL)
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, cap,
+                    "cuda launch: launch record does not match the compiled segment");
+    for (int d = 0; d < L->rank; d++)
+        if (L->domain[d] < 0)
+            return fail(KILN_ERR_SHAPE, err, cap, "cuda launch: negative domain size");
+    pack p;
+    memset(&p, 0, sizeof p);
+    uint32_t keep = in->kind == KILN_CK_REDUCE_INNER || in->kind == KILN_CK_REDUCE_OUTER
+                        ? ~in->red_axes : ~0u;
+    uint64_t maxoff = 0;
+    kiln_status s = pack_views(k, L, L->domain, keep, &p, &maxoff, err, cap);
+    if (s != KILN_OK)
+        return s;
+    if (!in->index64 && !k->cublas) {
+        /* the source was generated with 32-bit unsigned indices */
+        uint64_t numel = 1;
+        for (int d = 0; d < L->rank; d++)
+            numel *= (uint64_t)L->domain[d];
+        if (numel > 0x7fffffffu || maxoff > 0x7fffffffu || (uint64_t)L->k > 0x7fffffffu)
+            return fail(KILN_ERR_LIMIT, err, cap,
+                        "cuda launch: sizes need 64-bit indexing but the segment was "
+                        "compiled with index64 = 0");
+    }
+    s = enter(st, err, cap);
+    if (s != KILN_OK)
+        return s;
+    CUevent ev[2] = {NULL, NULL};
+    if (L->profile) {
+        s = KILN_CU(&st->api, cuEventCreate, (&ev[0], CU_EVENT_DEFAULT), err, cap);
+        if (s == KILN_OK)
+            s = KILN_CU(&st->api, cuEventCreate, (&ev[1], CU_EVENT_DEFAULT), err, cap);
+        if (s == KILN_OK)
+            s = KILN_CU(&st->api, cuEventRecord, (ev[0], NULL), err, cap);
+    }
+    if (s == KILN_OK) {
+        switch (in->kind) {
+        case KILN_CK_POINTWISE: s = launch_pointwise(st, k, L, &p, err, cap); break;
+        case KILN_CK_MATMUL: s = launch_matmul(st, k, L, &p, err, cap); break;
+        default: s = launch_reduction(st, k, L, &p, err, cap); break;
+        }
+    }
+    if (L->profile && s == KILN_OK) {
+        float ms = 0;
+        s = KILN_CU(&st->api, cuEventRecord, (ev[1], NULL), err, cap);
+        if (s == KILN_OK)
+            s = KILN_CU(&st->api, cuEventSynchronize, (ev[1]), err, cap);
+        if (s == KILN_OK)
+            s = KILN_CU(&st->api, cuEventElapsedTime, (&ms, ev[0], ev[1]), err, cap);
+        if (s == KILN_OK)
+            L->gpu_ms = ms;
+    }
+    for (int i = 0; i < 2; i++)
+        if (ev[i] != NULL)
+            st->api.p_cuEventDestroy(ev[i]);
+    return s;
+}
+
+/* ------------------------------------------------------------ memory */
+
+static kiln_status cuda_mem_alloc(void *state, size_t n, void **ptr, char *err,
+                                  size_t cap)
+{
+    cuda_state *st = state;
+    if (st == NULL || ptr == NULL)
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, cap, "cuda mem_alloc: NULL argument");
+    kiln_status s = enter(st, err, cap);
+    CUdeviceptr d = 0;
+    if (s == KILN_OK) /* cuMemAlloc rejects 0 bytes: keep a valid address */
+        s = KILN_CU(&st->api, cuMemAlloc, (&d, n ? n : 16), err, cap);
+    if (s == KILN_OK)
+        *ptr = (void *)(uintptr_t)d;
+    return s;
+}
+
+static void cuda_mem_free(void *state, void *ptr)
+{
+    cuda_state *st = state;
+    char err[256];
+    if (st == NULL || ptr == NULL || enter(st, err, sizeof err) != KILN_OK)
+        return;
+    st->api.p_cuMemFree((CUdeviceptr)(uintptr_t)ptr);
+}
+
+static kiln_status cuda_mem_copy(void *state, void *dst, const void *src,
+                                 size_t n, int direction, char *err, size_t cap)
+{
+    cuda_state *st = state;
+    if (st == NULL || (n > 0 && (dst == NULL || src == NULL)))
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, cap, "cuda mem_copy: NULL argument");
+    if (n == 0)
+        return KILN_OK;
+    kiln_status s = enter(st, err, cap);
+    if (s != KILN_OK)
+        return s;
+    switch (direction) {
+    case 0:
+        return KILN_CU(&st->api, cuMemcpyHtoD, ((CUdeviceptr)(uintptr_t)dst, src, n), err, cap);
+    case 1:
+        return KILN_CU(&st->api, cuMemcpyDtoH, (dst, (CUdeviceptr)(uintptr_t)src, n), err, cap);
+    case 2:
+        return KILN_CU(&st->api, cuMemcpyDtoD,
+                       ((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n), err, cap);
+    default:
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, cap, "cuda mem_copy: bad direction");
+    }
 }
 
 static const kiln_backend cuda_backend = {
     KILN_BACKEND_ABI_VERSION, sizeof(kiln_backend), "cuda", KILN_MEM_DEVICE,
-    cuda_open, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    cuda_open, cuda_close, cuda_identity, cuda_compile, cuda_release,
+    cuda_launch, cuda_mem_alloc, cuda_mem_free, cuda_mem_copy};
 
 const kiln_backend *kiln__backend_cuda(void) { return &cuda_backend; }
+
+/* ------------------------------------------------------------ nvrtc */
+
+#define NVRTC_MAX_ARCHS 8
+
+typedef struct nvrtc_state {
+    kiln_cuda_api api;
+    char archs[NVRTC_MAX_ARCHS][16];
+    int n_archs;
+    char arch_list[160];
+    const kiln_backend *ref;
+    void *ref_state;
+} nvrtc_state;
+
+/* Parse "sm_90,sm_80" into st->archs. */
+static kiln_status parse_archs(nvrtc_state *st, const char *list, char *err, size_t cap)
+{
+    st->n_archs = 0;
+    st->arch_list[0] = '\0';
+    const char *p = list;
+    while (*p != '\0') {
+        size_t n = strcspn(p, ",");
+        char a[16];
+        if (n == 0 || n >= sizeof a || st->n_archs == NVRTC_MAX_ARCHS || strncmp(p, "sm_", 3) != 0 ||
+            n <= 3 || strspn(p + 3, "0123456789") < n - 3) {
+            char msg[256];
+            fmt(msg, sizeof msg, "nvrtc: bad KILN_NVRTC_ARCHS '%s' (want e.g. sm_90,sm_80)", list);
+            return fail(KILN_ERR_BACKEND_UNAVAILABLE, err, cap, msg);
+        }
+        memcpy(a, p, n);
+        a[n] = '\0';
+        memcpy(st->archs[st->n_archs++], a, n + 1);
+        size_t l = strlen(st->arch_list);
+        fmt(st->arch_list + l, sizeof st->arch_list - l, "%s%s", l ? "," : "", a);
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (st->n_archs == 0)
+        return fail(KILN_ERR_BACKEND_UNAVAILABLE, err, cap, "nvrtc: empty KILN_NVRTC_ARCHS");
+    return KILN_OK;
+}
+
+static kiln_status nvrtc_open(int device, void **state, char *err, size_t cap)
+{
+    if (state == NULL)
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, cap, "nvrtc: NULL state");
+    nvrtc_state *st = kiln__calloc(1, sizeof *st);
+    if (st == NULL)
+        return fail(KILN_ERR_NO_MEMORY, err, cap, "nvrtc: out of memory");
+    char why[768];
+    kiln_status s = kiln__cuda_load(&st->api, KILN_CUDA_LOAD_NVRTC, why, sizeof why);
+    if (s != KILN_OK) {
+        char msg[900];
+        fmt(msg, sizeof msg, "nvrtc: %s", why);
+        kiln__free(st);
+        return fail(s, err, cap, msg);
+    }
+    const char *archs = getenv("KILN_NVRTC_ARCHS");
+    s = parse_archs(st, archs && archs[0] ? archs : "sm_90,sm_80", err, cap);
+    st->ref = kiln__backend_ref();
+    if (s == KILN_OK && st->ref == NULL)
+        s = fail(KILN_ERR_BACKEND_UNAVAILABLE, err, cap, "nvrtc: reference backend missing");
+    if (s == KILN_OK)
+        s = st->ref->open(device, &st->ref_state, err, cap);
+    if (s != KILN_OK) {
+        kiln__cuda_unload(&st->api);
+        kiln__free(st);
+        return s;
+    }
+    *state = st;
+    return KILN_OK;
+}
+
+static void nvrtc_close(void *state)
+{
+    nvrtc_state *st = state;
+    if (st == NULL)
+        return;
+    if (st->ref != NULL && st->ref->close != NULL)
+        st->ref->close(st->ref_state);
+    kiln__cuda_unload(&st->api);
+    kiln__free(st);
+}
+
+static kiln_status nvrtc_identity(void *state, const kiln_kernel_options *ko,
+                                  char *buf, size_t cap)
+{
+    nvrtc_state *st = state;
+    char archs[200], refid[256] = "";
+    fmt(archs, sizeof archs, "archs=%s", st->arch_list);
+    kiln_status s = identity_text(&st->api, "nvrtc", archs, st->archs[0], ko, buf, cap);
+    if (s == KILN_OK && st->ref->identity != NULL)
+        s = st->ref->identity(st->ref_state, ko, refid, sizeof refid);
+    if (s == KILN_OK) {
+        size_t l = strlen(buf);
+        int n = snprintf(buf + l, cap - l, " | %s", refid);
+        if (n < 0 || (size_t)n >= cap - l)
+            return kiln__err(KILN_ERR_LIMIT, "nvrtc identity: buffer too small");
+    }
+    return s;
+}
+
+static kiln_status nvrtc_compile(void *state, const kiln_ir_segment *seg,
+                                 const kiln_kernel_options *ko, kiln_kernel_out *out,
+                                 char *err, size_t cap)
+{
+    nvrtc_state *st = state;
+    if (st == NULL || seg == NULL || ko == NULL || out == NULL)
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, cap, "nvrtc compile: NULL argument");
+    char *src = NULL;
+    kiln_cuda_kinfo info;
+    kiln_status s = kiln__cuda_codegen(seg, ko, &src, &info);
+    if (s != KILN_OK)
+        return fail(s, err, cap, kiln_last_error());
+    char flags[256] = "";
+    for (int i = 0; i < st->n_archs && s == KILN_OK; i++)
+        s = nvrtc_build(&st->api, src, ko, st->archs[i], NULL, NULL,
+                        i == 0 ? flags : NULL, sizeof flags, err, cap);
+    kiln__free(src);
+    if (s != KILN_OK)
+        return s;
+    s = st->ref->compile(st->ref_state, seg, ko, out, err, cap);
+    if (s == KILN_OK)
+        fmt(out->flags, sizeof out->flags, "%s", flags);
+    return s;
+}
+
+static void nvrtc_release(void *state, void *handle)
+{
+    nvrtc_state *st = state;
+    if (st != NULL && st->ref->release != NULL)
+        st->ref->release(st->ref_state, handle);
+}
+
+static kiln_status nvrtc_launch(void *state, void *handle, kiln_launch *args,
+                                char *err, size_t cap)
+{
+    nvrtc_state *st = state;
+    return st->ref->launch(st->ref_state, handle, args, err, cap);
+}
+
+static const kiln_backend nvrtc_backend = {
+    KILN_BACKEND_ABI_VERSION, sizeof(kiln_backend), "nvrtc", KILN_MEM_HOST,
+    nvrtc_open, nvrtc_close, nvrtc_identity, nvrtc_compile, nvrtc_release,
+    nvrtc_launch, NULL, NULL, NULL};
+
+const kiln_backend *kiln__backend_nvrtc(void) { return &nvrtc_backend; }

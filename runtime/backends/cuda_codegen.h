@@ -1,0 +1,109 @@
+/*
+** cuda_codegen.h -- segment IR (backend.h) -> CUDA C++ source for NVRTC,
+** and the kernel-level option -> NVRTC flag mapping (docs/backends.md,
+** "CUDA backend").
+**
+** The generated source is self-contained (no #include: f16/bf16 are raw
+** 16-bit patterns converted with PTX cvt or exact bit arithmetic), so it
+** compiles wherever NVRTC loads.  Every kernel takes one parameter, a
+** struct KArgs passed by value, whose layout is a plain array of 64-bit
+** words (KILN_CUDA_ARG_WORDS): the host packs it without knowing C++
+** layout rules.
+**
+** Word layout, R = max(rank of D, 1):
+**   size[R]                      the domain D (matmul: M, N)
+**   per input  k: ptr, stride[R] element strides over D (0 = broadcast)
+**   per output k: ptr, stride[R]
+**   tail[8]: n, j, s, mode, scratch, nd, chunk, spare (KILN_CUDA_T_*).
+*/
+#ifndef KILN_CUDA_CODEGEN_H
+#define KILN_CUDA_CODEGEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* Bump when the generated code changes meaning: part of the identity. */
+#define KILN_CUDA_CODEGEN_VERSION 1
+
+typedef enum kiln_cuda_kkind {
+    KILN_CK_POINTWISE = 0,
+    KILN_CK_REDUCE_INNER = 1, /* the innermost axis is reduced */
+    KILN_CK_REDUCE_OUTER = 2, /* the innermost axis is kept */
+    KILN_CK_MATMUL = 3        /* matmul, standalone or with epilogue */
+} kiln_cuda_kkind;
+
+/* Tail word indices. */
+enum {
+    KILN_CUDA_T_N = 0,     /* pointwise: numel; reduction: kept count O; */
+    KILN_CUDA_T_J = 1,     /* reduction: reduced count J */
+    KILN_CUDA_T_S = 2,     /* reduction: splits S; matmul: K */
+    KILN_CUDA_T_MODE = 3,  /* bit 0: vector path; bits 8..: threads/row */
+    KILN_CUDA_T_SCRATCH = 4,
+    KILN_CUDA_T_ND = 5,    /* pointwise: active (collapsed) dims */
+    KILN_CUDA_T_CHUNK = 6, /* reduction: elements of J per split */
+    KILN_CUDA_T_SPARE = 7
+};
+#define KILN_CUDA_TAIL_WORDS 8
+#define KILN_CUDA_ARG_WORDS(R, nin, nout)                                      \
+    ((size_t)(R) + ((size_t)(nin) + (size_t)(nout)) * (1 + (size_t)(R)) +       \
+     KILN_CUDA_TAIL_WORDS)
+/* Most views one kernel accepts (the parameter block stays < 4 KiB). */
+#define KILN_CUDA_MAX_VIEWS 48
+
+/* Kernel entry names in every module. */
+#define KILN_CUDA_ENTRY_MAIN "kiln_main"
+#define KILN_CUDA_ENTRY_FINISH "kiln_finish" /* reductions only */
+
+/* What the host needs to launch a generated module. */
+typedef struct kiln_cuda_kinfo {
+    int kind;              /* kiln_cuda_kkind */
+    int seg_kind;          /* kiln_ir_segment_kind it came from */
+    int rank;              /* rank of D (>= 0) */
+    int R;                 /* max(rank, 1): words per stride array */
+    uint32_t n_inputs, n_outputs;
+    uint32_t red_axes;     /* reductions: the reduced axes of D */
+    int vec;               /* elements per vector in the vector path; 0 none */
+    uint32_t flat_views;   /* pointwise: bit v set: view v indexed by the
+                              linear index (CONTIG trait + index pass) */
+    uint32_t used_inputs;  /* bit k: input k is read (main phase or post) */
+    uint32_t pre_inputs;   /* reductions: inputs read over D */
+    size_t acc_bytes;      /* reductions: bytes of one partial */
+    int mm_a, mm_b;        /* matmul: operand input indices */
+    int mm_dtype;          /* matmul operand dtype */
+    int block;             /* threads per block */
+    int tile_m, tile_n;    /* matmul tile */
+    int index64;           /* 64-bit indices in the source (seg->index64) */
+} kiln_cuda_kinfo;
+
+/* Generate the CUDA source for `seg` under `ko`.  On success *source is a
+** NUL-terminated string owned by the caller (kiln__free) and *info is
+** filled.  On failure returns KILN_ERR_UNSUPPORTED (a segment shape this
+** generator does not handle), KILN_ERR_INVALID_ARGUMENT (a malformed
+** segment) or KILN_ERR_NO_MEMORY, with a message; outputs untouched. */
+kiln_status kiln__cuda_codegen(const kiln_ir_segment *seg,
+                               const kiln_kernel_options *ko, char **source,
+                               kiln_cuda_kinfo *info);
+
+/* The NVRTC options for `ko` targeting `arch` ("sm_90"; the PTX form
+** "compute_90" is used instead when ko->sass is 0).  Writes up to 16
+** pointers into argv (pointing into store, cap bytes) and their count into
+** *argc.  Mapping: always --std=c++17 -default-device -arch=...;
+** fast_math -> --use_fast_math; contract=0 -> --fmad=false (after
+** --use_fast_math, so it wins); lineinfo -> -lineinfo (dropped under -G,
+** which implies it); debug -> -G.  Returns KILN_ERR_LIMIT if store is too
+** small, KILN_ERR_INVALID_ARGUMENT for a malformed arch. */
+kiln_status kiln__cuda_flags(const kiln_kernel_options *ko, const char *arch,
+                             const char **argv, int *argc, char *store,
+                             size_t cap);
+
+/* The same flags joined by spaces (for identity and the info record). */
+kiln_status kiln__cuda_flags_text(const kiln_kernel_options *ko,
+                                  const char *arch, char *buf, size_t cap);
+
+/* Comma-separated names of the simplification passes switched off by
+** ko->simplify_off ("" when none, "all" when every pass is off). */
+void kiln__cuda_simplify_text(uint64_t off, char *buf, size_t cap);
+
+#endif /* KILN_CUDA_CODEGEN_H */
