@@ -930,6 +930,8 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
     for (size_t j = 0; j < n_outputs; j++) {
         c.allocated[j] = 0;
         c.outs[j] = outputs[j];
+    }
+    for (size_t j = 0; j < n_outputs; j++) {
         if (outputs[j] != NULL)
             continue;
         const kiln_ir_node *n = &f->nodes[f->outputs[j]];
