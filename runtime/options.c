@@ -49,6 +49,44 @@ static const unsigned char name_len[KOPT_COUNT] = {
 
 _Static_assert(KOPT_COUNT <= 64, "option bit masks are 64 bits wide");
 
+/* Bit masks of the options of each set and each level (constant
+** expressions), so that canonical text only visits the options that are on. */
+#define KILN_BIT_(id) ((uint64_t)1 << KOPT_##id)
+#define KILN_X_(id, nm, st, ar, lv, vo, de, im, ds) | (((st) == KILN_SET_ENABLE) ? KILN_BIT_(id) : 0)
+static const uint64_t enable_mask = 0 KILN_OPTION_TABLE(KILN_X_);
+#undef KILN_X_
+#define KILN_X_(id, nm, st, ar, lv, vo, de, im, ds) | (((st) == KILN_SET_DISABLE) ? KILN_BIT_(id) : 0)
+static const uint64_t disable_mask = 0 KILN_OPTION_TABLE(KILN_X_);
+#undef KILN_X_
+#define KILN_X_(id, nm, st, ar, lv, vo, de, im, ds) | (((st) == KILN_SET_DUMP) ? KILN_BIT_(id) : 0)
+static const uint64_t dump_mask = 0 KILN_OPTION_TABLE(KILN_X_);
+#undef KILN_X_
+#define KILN_X_(id, nm, st, ar, lv, vo, de, im, ds) | (((lv) == KILN_LEVEL_PLAN) ? KILN_BIT_(id) : 0)
+static const uint64_t plan_mask = 0 KILN_OPTION_TABLE(KILN_X_);
+#undef KILN_X_
+#define KILN_X_(id, nm, st, ar, lv, vo, de, im, ds) | (((lv) == KILN_LEVEL_KERNEL) ? KILN_BIT_(id) : 0)
+static const uint64_t kernel_mask = 0 KILN_OPTION_TABLE(KILN_X_);
+#undef KILN_X_
+#define KILN_X_(id, nm, st, ar, lv, vo, de, im, ds) | (((lv) == KILN_LEVEL_NONE) ? KILN_BIT_(id) : 0)
+static const uint64_t none_mask = 0 KILN_OPTION_TABLE(KILN_X_);
+#undef KILN_X_
+#undef KILN_BIT_
+
+static uint64_t set_bits(int set)
+{
+    return set == KILN_SET_ENABLE    ? enable_mask
+           : set == KILN_SET_DISABLE ? disable_mask
+                                     : dump_mask;
+}
+
+static uint64_t level_bits(kiln_level level)
+{
+    return level == KILN_LEVEL_PLAN     ? plan_mask
+           : level == KILN_LEVEL_KERNEL ? kernel_mask
+           : level == KILN_LEVEL_NONE   ? none_mask
+                                        : plan_mask | kernel_mask | none_mask;
+}
+
 static const char *const set_names[3] = {"enable", "disable", "dump"};
 static const char *const env_names[3] = {"KILN_ENABLE", "KILN_DISABLE",
                                          "KILN_DUMP"};
@@ -528,13 +566,14 @@ void kiln_options_destroy(kiln_options *opts) { kiln__free(opts); }
 
 /* ------------------------------------------------------- canonical text */
 
-/* A sink that counts, copies what fits, and hashes as it goes, so that
-** canonical text and hash never allocate. */
+/* A sink that counts, copies what fits, and (when `hashing`) hashes as it
+** goes, so that canonical text and hash never allocate. */
 typedef struct sink {
     char *dst;
     size_t cap; /* bytes of dst usable for text (NUL not included) */
     size_t len;
     uint64_t hash;
+    int hashing;
 } sink;
 
 static void put(sink *k, const char *s, size_t n)
@@ -544,26 +583,23 @@ static void put(sink *k, const char *s, size_t n)
         memcpy(k->dst + k->len, s, n < room ? n : room);
     }
     k->len += n;
-    k->hash = kiln__fnv1a(s, n, k->hash);
+    if (k->hashing)
+        k->hash = kiln__fnv1a(s, n, k->hash);
 }
 
 static void put_str(sink *k, const char *s) { put(k, s, strlen(s)); }
 
-static int in_level(int id, kiln_level level)
-{
-    return level == KILN_LEVEL_ALL || catalogue[id].level == level;
-}
-
 /* The ids of set `set` (filtered by level) that are on, sorted bytewise by
-** name.  Returns the count. */
+** name.  Returns the count.  The catalogue need not be sorted: the few ids
+** that are on are insertion-sorted here. */
 static int sorted_ids(const struct kiln_options *o, kiln_opt_set set,
                       kiln_level level, int ids[KOPT_COUNT])
 {
+    uint64_t bits = o->on & set_bits(set) & level_bits(level);
     int n = 0;
-    for (int id = 0; id < KOPT_COUNT; id++) {
-        if (!kiln__opt_on(o, id) || catalogue[id].set != set ||
-            !in_level(id, level))
-            continue;
+    while (bits != 0) {
+        int id = __builtin_ctzll(bits);
+        bits &= bits - 1;
         int j = n++;
         while (j > 0 && strcmp(catalogue[ids[j - 1]].name,
                                catalogue[id].name) > 0) {
@@ -578,8 +614,11 @@ static int sorted_ids(const struct kiln_options *o, kiln_opt_set set,
 static void put_u64(sink *k, uint64_t v)
 {
     char d[24];
-    int n = snprintf(d, sizeof d, "%" PRIu64, v);
-    put(k, d, (size_t)n);
+    size_t i = sizeof d;
+    do
+        d[--i] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    put(k, d + i, sizeof d - i);
 }
 
 static void canonical(const struct kiln_options *o, kiln_level level, sink *k)
@@ -624,6 +663,27 @@ static void canonical(const struct kiln_options *o, kiln_level level, sink *k)
     }
 }
 
+/* Write the canonical text of `level` NUL-terminated into buf (cap bytes)
+** when it fits, else leave buf untouched; return its length either way.
+** One pass through a stack buffer in the common case. */
+static size_t canonical_copy(const struct kiln_options *o, kiln_level level,
+                             char *buf, size_t cap)
+{
+    char tmp[1024];
+    sink k = {tmp, sizeof tmp, 0, 0, 0};
+    canonical(o, level, &k);
+    if (k.len + 1 > cap)
+        return k.len;
+    if (k.len <= sizeof tmp)
+        memcpy(buf, tmp, k.len);
+    else { /* longer than any text of today's table */
+        sink w = {buf, cap - 1, 0, 0, 0};
+        canonical(o, level, &w);
+    }
+    buf[k.len] = '\0';
+    return k.len;
+}
+
 static int level_ok(kiln_level level)
 {
     return level >= KILN_LEVEL_ALL && level <= KILN_LEVEL_NONE;
@@ -638,18 +698,14 @@ kiln_status kiln_options_canonical(const kiln_options *opts, kiln_level level,
                          opts == NULL ? "options are NULL"
                          : !level_ok(level) ? "invalid level"
                                             : "buf is NULL but cap is not 0");
-    sink k = {NULL, 0, 0, KILN_FNV_SEED};
-    canonical(opts, level, &k); /* measure first: buf stays untouched */
+    size_t n = canonical_copy(opts, level, buf, cap);
     if (len != NULL)
-        *len = k.len;
-    if (k.len + 1 > cap)
+        *len = n;
+    if (n + 1 > cap)
         return kiln__err(KILN_ERR_LIMIT,
                          "kiln_options_canonical: text needs %zu bytes plus "
                          "NUL, buffer has %zu",
-                         k.len, cap);
-    sink w = {buf, cap - 1, 0, KILN_FNV_SEED};
-    canonical(opts, level, &w);
-    buf[w.len] = '\0';
+                         n, cap);
     kiln__err_clear();
     return KILN_OK;
 }
@@ -660,7 +716,7 @@ kiln_status kiln_options_hash(const kiln_options *opts, kiln_level level,
     if (opts == NULL || out == NULL || !level_ok(level))
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
                          "kiln_options_hash: NULL argument or invalid level");
-    sink k = {NULL, 0, 0, KILN_FNV_SEED};
+    sink k = {NULL, 0, 0, KILN_FNV_SEED, 1};
     canonical(opts, level, &k);
     *out = k.hash;
     kiln__err_clear();
@@ -671,7 +727,7 @@ void kiln__options_canonical_buf(const struct kiln_options *o,
                                  kiln_level level, kiln_buf *b)
 {
     char small[512];
-    sink k = {small, sizeof small, 0, KILN_FNV_SEED};
+    sink k = {small, sizeof small, 0, 0, 0};
     canonical(o, level, &k);
     if (k.len <= sizeof small) {
         kiln__buf_add(b, small, k.len);
@@ -682,7 +738,7 @@ void kiln__options_canonical_buf(const struct kiln_options *o,
         b->failed = 1;
         return;
     }
-    sink w = {big, k.len, 0, KILN_FNV_SEED};
+    sink w = {big, k.len, 0, 0, 0};
     canonical(o, level, &w);
     kiln__buf_add(b, big, w.len);
     kiln__free(big);
@@ -695,16 +751,12 @@ kiln_status kiln__kernel_options(const struct kiln_options *o,
     if (o == NULL || ko == NULL || buf == NULL || cap == 0)
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
                          "kiln__kernel_options: NULL argument");
-    sink k = {NULL, 0, 0, KILN_FNV_SEED};
-    canonical(o, KILN_LEVEL_KERNEL, &k);
-    if (k.len + 1 > cap)
+    size_t n = canonical_copy(o, KILN_LEVEL_KERNEL, buf, cap);
+    if (n + 1 > cap)
         return kiln__err(KILN_ERR_LIMIT,
                          "kernel options: canonical text needs %zu bytes, "
                          "buffer has %zu",
-                         k.len + 1, cap);
-    sink w = {buf, cap - 1, 0, KILN_FNV_SEED};
-    canonical(o, KILN_LEVEL_KERNEL, &w);
-    buf[w.len] = '\0';
+                         n + 1, cap);
     uint64_t all = 0;
     for (int i = 0; kiln__simplify_passes[i] != NULL; i++)
         all |= (uint64_t)1 << i;
@@ -822,7 +874,7 @@ kiln_status kiln_options_json(const kiln_options *opts, char **out)
     }
     kiln__buf_puts(&b, "},\"hash\":{");
     for (int l = 0; l < 4; l++) {
-        sink k = {NULL, 0, 0, KILN_FNV_SEED};
+        sink k = {NULL, 0, 0, KILN_FNV_SEED, 1};
         canonical(opts, levels[l], &k);
         kiln__buf_printf(&b, "%s\"%s\":\"0x%016" PRIx64 "\"", l ? "," : "",
                          lnames[l], k.hash);
