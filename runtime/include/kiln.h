@@ -144,10 +144,10 @@ KILN_API const kiln_option_desc *kiln_option_catalogue(size_t *count);
 ** from environment strings, apply execute items, print canonically. */
 typedef struct kiln_options kiln_options;
 
-/* Parse the three environment strings (NULL means unset).  `origin` names
-** where they came from in error messages; NULL uses "KILN_ENABLE" etc.
-** On error *out is untouched and the error names the variable, the byte
-** offset, the offending token and the valid names of that set. */
+/* Parse the three environment strings (NULL means unset), in the order
+** enable, disable, dump.  On error *out is untouched and the error names the
+** variable ("KILN_ENABLE", ...), the byte offset, the offending token and
+** the valid names of that set. */
 KILN_API kiln_status kiln_options_from_env(const char *enable,
                                            const char *disable,
                                            const char *dump,
@@ -176,9 +176,11 @@ KILN_API kiln_status kiln_options_canonical(const kiln_options *opts,
 KILN_API kiln_status kiln_options_hash(const kiln_options *opts,
                                        kiln_level level, uint64_t *out);
 
-/* Whether option `name` of `set` is on; its integer argument or name-list
-** (as a NUL-separated sorted list written into buf) may be queried too.
-** *on receives 0/1.  Unknown names give KILN_ERR_OPTION_UNKNOWN. */
+/* Whether option `name` of `set` is on: *on receives 0/1.  *int_arg (may
+** be NULL) receives the argument: the value of an integer option, or for a
+** name-list option the bit mask of its vocabulary words (bit i = word i; a
+** bare item sets every bit); 0 when the option is off.  Unknown names give
+** KILN_ERR_OPTION_UNKNOWN. */
 KILN_API kiln_status kiln_options_get(const kiln_options *opts,
                                       kiln_opt_set set, const char *name,
                                       int *on, uint64_t *int_arg);
