@@ -204,6 +204,37 @@ def ceil_f64(q):
     return v
 
 
+# ------------------------------------------------------- exact dyadic sums
+
+_SCALE = 1100
+
+
+def dyadic(x):
+    """A finite float as an integer multiple of 2^-1100 (exact)."""
+    n, d = x.as_integer_ratio()
+    return n << (_SCALE - d.bit_length() + 1)
+
+
+def exact_sum(xs):
+    """Exact sum of finite floats, as a Fraction (fast integer path)."""
+    return Fraction(sum(dyadic(x) for x in xs), 1 << _SCALE)
+
+
+def exact_abs_sum(xs):
+    return Fraction(sum(abs(dyadic(x)) for x in xs), 1 << _SCALE)
+
+
+def exact_dot(xs, ys):
+    """(exact sum of x*y, exact sum of |x*y|) as Fractions."""
+    s = m = 0
+    for x, y in zip(xs, ys):
+        p = dyadic(x) * dyadic(y)
+        s += p
+        m += abs(p)
+    d = 1 << (2 * _SCALE)
+    return Fraction(s, d), Fraction(m, d)
+
+
 # ----------------------------------------------------------- special values
 
 def specials(dt):

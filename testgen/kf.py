@@ -408,14 +408,18 @@ def _pointwise(n, args, dts, memo):
         raise ValueError(n.op)
     dt_in = dts[-1] if n.op == "where" else dts[0]
     out = []
+    same = all(list(s) == shape for s, _ in args)
     for lin in range(total):
-        rem = lin
-        idx = [0] * len(args)
-        for a in range(rank):
-            q, rem = divmod(rem, ost[a]) if ost[a] else (0, rem)
-            for k in range(len(args)):
-                idx[k] += q * arg_st[k][a]
-        xs = [args[k][1][idx[k]] for k in range(len(args))]
+        if same:
+            xs = [a[1][lin] for a in args]
+        else:
+            rem = lin
+            idx = [0] * len(args)
+            for a in range(rank):
+                q, rem = divmod(rem, ost[a]) if ost[a] else (0, rem)
+                for k in range(len(args)):
+                    idx[k] += q * arg_st[k][a]
+            xs = [args[k][1][idx[k]] for k in range(len(args))]
         if n.op == "where":
             out.append(xs[1] if xs[0] else xs[2])
             continue
@@ -475,7 +479,7 @@ def reduce_values(op, xs, dt):
             return NAN
         if infs:
             return infs.pop()
-        return fp.round_q(sum((Fraction(x) for x in xs), Fraction(0)), dt)
+        return fp.round_q(fp.exact_sum(xs), dt)
     f = _maximum if op == "max" else _minimum
     r = xs[0]
     for x in xs[1:]:
@@ -488,26 +492,30 @@ def _matmul(a, b, dt):
     (k2, nn), bv = b
     if k != k2:
         raise ShapeError("matmul K mismatch")
-    out = []
-    for i in range(m):
-        for j in range(nn):
-            q = sum((Fraction(av[i * k + t]) * Fraction(bv[t * nn + j])
-                     for t in range(k)), Fraction(0))
-            out.append(fp.round_q(q, "f32"))
-    return ([m, nn], out)
+    ex, _ = matmul_exact(a, b)
+    return ([m, nn], [fp.round_q(q, "f32") for q in ex])
+
+
+_MM_MEMO = {}
 
 
 def matmul_exact(a, b):
     """Exact [M,N] Fractions and sum|a*b| per element."""
     (m, k), av = a
     (_, nn), bv = b
+    key = (m, k, nn, tuple(fp.encode(x, "f64") for x in av),
+           tuple(fp.encode(x, "f64") for x in bv))
+    if key in _MM_MEMO:
+        return _MM_MEMO[key]
     ex, mag = [], []
+    cols = [[bv[t * nn + j] for t in range(k)] for j in range(nn)]
     for i in range(m):
+        row = av[i * k:(i + 1) * k]
         for j in range(nn):
-            ps = [Fraction(av[i * k + t]) * Fraction(bv[t * nn + j])
-                  for t in range(k)]
-            ex.append(sum(ps, Fraction(0)))
-            mag.append(sum((abs(p) for p in ps), Fraction(0)))
+            e, g = fp.exact_dot(row, cols[j])
+            ex.append(e)
+            mag.append(g)
+    _MM_MEMO[key] = (ex, mag)
     return ex, mag
 
 
@@ -560,17 +568,14 @@ def repeat_tensor(dt, shape, pattern, count=None):
 
 
 def periodic(values, p):
-    """The period-p prefix if `values` repeats with period p, else None."""
+    """The period-p prefix if `values` repeats with period p, else None.
+    (Compares with ==, which is exact for data built by repetition.)"""
     if p <= 0 or len(values) <= p:
         return None
     head = values[:p]
-    for i in range(p, len(values)):
-        a, b = values[i], head[i % p]
-        if not (a == b or (a != a and b != b)) or (
-                isinstance(a, float) and math.copysign(1, a) !=
-                math.copysign(1, b)):
-            return None
-    return head
+    n = len(values)
+    cand = (head * (n // p + 1))[:n]
+    return head if cand == values else None
 
 
 def expand_repeat(pattern, count):
