@@ -41,7 +41,7 @@ static const kiln_option_desc catalogue[KOPT_COUNT] = {
 };
 
 /* Name lengths, computed at compile time (the parser compares these first). */
-static const unsigned char name_len[KOPT_COUNT] = {
+static const size_t name_len[KOPT_COUNT] = {
 #define KILN_X_(id, nm, st, ar, lv, vo, de, im, ds) sizeof(nm) - 1,
     KILN_OPTION_TABLE(KILN_X_)
 #undef KILN_X_
