@@ -90,11 +90,11 @@ static kiln_status check_descriptor(const kiln_backend *d, const char *src,
     return KILN_OK;
 }
 
+/* A plugin is named by a path ("./x.so", "/opt/b.so") or a shared-object
+** file name that dlopen searches for ("libfoo.so", "libfoo.so.1"). */
 static int is_path(const char *spec)
 {
-    size_t n = strlen(spec);
-    return strchr(spec, '/') != NULL ||
-           (n > 3 && strcmp(spec + n - 3, ".so") == 0);
+    return strchr(spec, '/') != NULL || strstr(spec, ".so") != NULL;
 }
 
 /* Open backend `spec` on `device`: fills be, *state and *dl (plugin

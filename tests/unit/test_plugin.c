@@ -1,0 +1,119 @@
+/*
+** test_plugin.c -- loading a backend from a shared object by path: the
+** test plugin ($KILN_TEST_PLUGIN, tests/plugins/kiln_test_plugin.c) runs
+** fusions exactly like ref; a .so without the entry symbol, a descriptor of
+** another ABI version or a short struct_size are rejected with
+** KILN_ERR_ABI and a message saying why.
+*/
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_util.h"
+
+static const char *plugin_path(void)
+{
+    const char *p = getenv("KILN_TEST_PLUGIN");
+    return p != NULL && p[0] != '\0' ? p : NULL;
+}
+
+static kiln_status try_create(const char *backend, kiln_context **ctx)
+{
+    kiln_context_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.struct_size = sizeof cfg;
+    cfg.backend = backend;
+    cfg.use_env_override = 1;
+    *ctx = NULL;
+    return kiln_context_create(&cfg, ctx);
+}
+
+START_TEST(plugin_runs_like_ref)
+{
+    const char *path = plugin_path();
+    if (path == NULL)
+        return; /* run through `make test-unit`, which sets it */
+    char why[256];
+    ck_assert_int_eq(kiln_backend_probe(path, why, sizeof why), KILN_OK);
+    kiln_context *pc, *rc;
+    ck_assert_int_eq(try_create(path, &pc), KILN_OK);
+    ck_assert_str_eq(kiln_context_backend(pc), "test-plugin");
+    rc = tu_ctx();
+    kiln_fusion *f = tu_fusion("kiln.fusion 1\n%x = input f32 [?, ?]\n"
+                               "%s = sum %x axes=[1] keepdim\n%y = div %x %s\n"
+                               "output %y\n");
+    float x[6] = {1, 2, 3, 4, 5, 6}, o1[6], o2[6];
+    int64_t sz[2] = {2, 3};
+    kiln_tensor *in[1] = {tu_tensor(KILN_F32, 2, sz, NULL, x)};
+    kiln_tensor *a[1] = {tu_tensor(KILN_F32, 2, sz, NULL, o1)};
+    kiln_tensor *b[1] = {tu_tensor(KILN_F32, 2, sz, NULL, o2)};
+    kiln_exec_info *info;
+    kiln_exec_info_create(&info);
+    ck_assert_int_eq(kiln_execute(pc, f, in, 1, a, 1, NULL, info), KILN_OK);
+    ck_assert_int_eq(kiln_execute(rc, f, in, 1, b, 1, NULL, NULL), KILN_OK);
+    ck_assert_mem_eq(o1, o2, sizeof o1);
+    char *js;
+    kiln_exec_info_json(info, &js);
+    ck_assert_ptr_nonnull(strstr(js, "\"backend\": \"test-plugin\""));
+    kiln_free(js);
+    kiln_exec_info_destroy(info);
+    kiln_tensor_destroy(in[0]);
+    kiln_tensor_destroy(a[0]);
+    kiln_tensor_destroy(b[0]);
+    kiln_fusion_destroy(f);
+    kiln_context_destroy(pc);
+    kiln_context_destroy(rc);
+}
+END_TEST
+
+START_TEST(missing_entry_symbol)
+{
+    /* any shared object that is not a Kiln backend: the C math library */
+    kiln_context *ctx;
+    kiln_status s = try_create("libm.so.6", &ctx);
+    ck_assert_int_eq(s, KILN_ERR_ABI);
+    ck_assert_ptr_null(ctx);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "kiln_backend_entry"));
+}
+END_TEST
+
+START_TEST(abi_version_mismatch)
+{
+    const char *path = plugin_path();
+    if (path == NULL)
+        return;
+    kiln_context *ctx;
+    setenv("KILN_TEST_PLUGIN_ABI", "2", 1);
+    ck_assert_int_eq(try_create(path, &ctx), KILN_ERR_ABI);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "ABI version 2"));
+    unsetenv("KILN_TEST_PLUGIN_ABI");
+    setenv("KILN_TEST_PLUGIN_SIZE", "16", 1);
+    ck_assert_int_eq(try_create(path, &ctx), KILN_ERR_ABI);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "struct_size 16"));
+    unsetenv("KILN_TEST_PLUGIN_SIZE");
+    ck_assert_int_eq(try_create(path, &ctx), KILN_OK);
+    kiln_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(unloadable_paths)
+{
+    kiln_context *ctx;
+    ck_assert_int_eq(try_create("/nonexistent/libkiln_nothing.so", &ctx),
+                     KILN_ERR_BACKEND_UNAVAILABLE);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "/nonexistent/libkiln_nothing.so"));
+    ck_assert_int_eq(try_create("not-a-backend", &ctx), KILN_ERR_BACKEND_UNAVAILABLE);
+}
+END_TEST
+
+Suite *plugin_suite(void)
+{
+    Suite *s = suite_create("plugin");
+    TCase *tc = tcase_create("load");
+    tcase_add_test(tc, plugin_runs_like_ref);
+    tcase_add_test(tc, missing_entry_symbol);
+    tcase_add_test(tc, abi_version_mismatch);
+    tcase_add_test(tc, unloadable_paths);
+    suite_add_tcase(s, tc);
+    return s;
+}
