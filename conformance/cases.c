@@ -1260,10 +1260,18 @@ done:
 
 /* ------------------------------------------------------------------ entry */
 
-void cf_run_test(const cf_target *tg, const cf_test *t, cf_outcome *o)
+void cf_run_test(const cf_target *tg, const cf_test *test, cf_outcome *o)
 {
     memset(o, 0, sizeof *o);
     o->status = CF_PASS;
+    cf_test copy = *test, *t = &copy;
+    json_error_t je;
+    copy.json = test->json ? json_incref(test->json)
+                           : json_loads(test->text, 0, &je);
+    if (copy.json == NULL) {
+        failf(o, "vector: test text does not parse: %s", je.text);
+        return;
+    }
     if (strcmp(t->category, "options.parse") == 0)
         run_parse(t, o);
     else if (strcmp(t->category, "options.precedence") == 0)
@@ -1281,4 +1289,5 @@ void cf_run_test(const cf_target *tg, const cf_test *t, cf_outcome *o)
     }
     if (o->status == CF_PASS && strcmp(t->result, "acceptable") == 0)
         o->acceptable = 1;
+    json_decref(copy.json);
 }

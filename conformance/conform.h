@@ -33,20 +33,24 @@
 
 /* ----------------------------------------------------------- vector files */
 
+/* A loaded test keeps its JSON object as compact text: a jansson tree
+** costs several times the file size, and the runner forks once per test,
+** so a small parent process keeps fork cheap.  cf_test_json parses it. */
 typedef struct cf_test {
     const char *category;  /* borrowed from the file */
     int tcid;
-    const char *comment;   /* borrowed from the JSON tree */
+    const char *comment;   /* these strings point into the file's pool */
     const char *result;    /* "valid" | "invalid" | "acceptable" */
     const char *group_type;/* the test group's "type" */
-    json_t *json;          /* the test object (borrowed from the tree) */
+    const char *text;      /* the test object, compact JSON */
+    json_t *json;          /* set while the test runs (cf_run_test) */
 } cf_test;
 
 typedef struct cf_file {
     char *path;
     char *category;
     char *suite_version;
-    json_t *root;          /* owned */
+    char *pool;            /* all strings of the tests, NUL-separated */
     cf_test *tests;        /* n_tests, in tcId order */
     size_t n_tests;
 } cf_file;
@@ -219,14 +223,15 @@ typedef struct cf_result {
     char id[96];           /* "<category>/<tcId>" */
     cf_status status;
     int acceptable;
-    double ms;
+    double ms;             /* time of the test body */
+    double t0, t1;         /* monotonic start/end (ms) of the test body */
     char *msg;             /* failure message or skip reason (owned) */
 } cf_result;
 
 typedef struct cf_cat_row {
     const char *category;
     size_t passed, failed, skipped;
-    double ms;
+    double ms;             /* wall time from its first to its last test */
 } cf_cat_row;
 
 typedef struct cf_ulp_row {

@@ -97,7 +97,7 @@ void cf_file_free(cf_file *f)
     free(f->category);
     free(f->suite_version);
     free(f->tests);
-    json_decref(f->root);
+    free(f->pool);
     memset(f, 0, sizeof *f);
 }
 
@@ -147,6 +147,50 @@ static int load_test(const json_t *jt, const json_t *notes, const char *where,
     return 0;
 }
 
+/* Copy s into the pool at *p and return where it went. */
+static const char *put(char **p, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *at = *p;
+    memcpy(at, s, n);
+    *p += n;
+    return at;
+}
+
+/* Move every test's strings and its JSON object (as compact text) into one
+** pool, so the tree can be freed.  Non-zero on allocation failure. */
+static int pack(cf_file *f)
+{
+    char **texts = calloc(f->n_tests + 1, sizeof *texts);
+    size_t total = 1;
+    int rc = texts == NULL;
+    for (size_t i = 0; i < f->n_tests && !rc; i++) {
+        cf_test *t = &f->tests[i];
+        texts[i] = json_dumps(t->json, JSON_COMPACT);
+        if (texts[i] == NULL)
+            rc = 1;
+        else
+            total += strlen(texts[i]) + strlen(t->comment) +
+                     strlen(t->result) + strlen(t->group_type) + 4;
+    }
+    if (!rc && (f->pool = malloc(total)) == NULL)
+        rc = 1;
+    char *p = f->pool;
+    for (size_t i = 0; i < f->n_tests && !rc; i++) {
+        cf_test *t = &f->tests[i];
+        t->category = f->category;
+        t->comment = put(&p, t->comment);
+        t->result = put(&p, t->result);
+        t->group_type = put(&p, t->group_type);
+        t->text = put(&p, texts[i]);
+        t->json = NULL;
+    }
+    for (size_t i = 0; texts && i < f->n_tests; i++)
+        free(texts[i]);
+    free(texts);
+    return rc;
+}
+
 int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
 {
     char e[CF_MSG];
@@ -157,7 +201,6 @@ int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
                     je.column, je.text);
     cf_file f;
     memset(&f, 0, sizeof f);
-    f.root = root;
     const char *suite, *version, *category;
     const json_t *notes, *groups, *count;
     if (!json_is_object(root)) {
@@ -243,16 +286,16 @@ int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
     f.path = dup_str(path);
     f.category = dup_str(category);
     f.suite_version = dup_str(version);
-    if (!f.path || !f.category || !f.suite_version) {
+    if (!f.path || !f.category || !f.suite_version || pack(&f)) {
         fail(e, sizeof e, "out of memory");
         goto bad;
     }
-    for (size_t i = 0; i < f.n_tests; i++)
-        f.tests[i].category = f.category;
+    json_decref(root); /* the tests live on as text in the pool */
     *out = f;
     return 0;
 bad:
     cf_file_free(&f);
+    json_decref(root);
     return fail(err, cap, "%s: %s", path, e);
 }
 

@@ -370,6 +370,8 @@ START_TEST(file_ok)
     ck_assert_str_eq(f.tests[1].comment, "c2");
     ck_assert_str_eq(f.tests[1].group_type, "U");
     ck_assert_str_eq(f.tests[2].category, "numerics");
+    ck_assert_str_eq(f.tests[2].text, "{\"tcId\":3,\"comment\":\"c3\","
+                     "\"flags\":[],\"result\":\"valid\"}");
     cf_file_free(&f);
     cf_file_free(&f); /* free twice is harmless (zeroed) */
 }
@@ -423,7 +425,7 @@ START_TEST(file_errors)
                       "case %zu: '%s' lacks '%s'", i, err, bad[i].needle);
         ck_assert_msg(strstr(err, "/tmp/kiln-unit-vec-") != NULL,
                       "case %zu: no path in '%s'", i, err);
-        ck_assert(f.root == NULL && f.tests == NULL); /* untouched */
+        ck_assert(f.pool == NULL && f.tests == NULL); /* untouched */
     }
     cf_file f;
     char err[512];
