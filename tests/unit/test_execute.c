@@ -49,6 +49,7 @@ START_TEST(pointwise_broadcast_views)
             ck_assert_float_eq(o1[i * 3 + j], m);
             ck_assert_float_eq(o0[i * 3 + j], m + c[j] - 1.0f);
         }
+    kiln_tensor_destroy(out[0]);
     kiln_tensor_destroy(out[1]);
     for (int i = 0; i < 3; i++)
         kiln_tensor_destroy(in[i]);
