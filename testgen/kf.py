@@ -1,4 +1,4 @@
-"""Fusion builder (.kf text, coord.md "Fusion text format") and a reference
+"""Fusion builder (.kf text, docs/fusion-format.md) and a reference
 evaluator over exact arithmetic.
 
     g = Graph()
@@ -9,7 +9,7 @@ evaluator over exact arithmetic.
     g.text()                          # the .kf text
     g.evaluate(inputs, disable=[...]) # expected outputs (exact reference)
 
-The evaluator applies the planner's contraction rule (coord.md): unless
+The evaluator applies the planner's contraction rule (docs/conformance.md): unless
 disable=fma is in effect, for f32/f64 add(mul(a,b),c) and add(c,mul(a,b))
 become fma(a,b,c) when that mul has exactly one use and is not an output
 (lhs preferred).  Elementwise results are memoised by input bit patterns.
@@ -162,7 +162,7 @@ def _NE(a, b):
 
 
 def cast_value(v, src, dst):
-    """Convert a value of dtype src to dtype dst (coord.md cast rules)."""
+    """Convert a value of dtype src to dtype dst (the cast rules of docs/conformance.md)."""
     if dst == "bool":
         return 1 if (v != 0 or v != v) else 0
     if src == "bool":

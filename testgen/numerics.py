@@ -35,7 +35,7 @@ NOTES = {
     "StrideZero": "An input with a stride-0 axis.",
     "Large": "Enough elements for several GPU blocks; repeat-encoded data.",
     "Transcendental": "ULP-bounded function (CUDA Math API maxima).",
-    "FastMath": "enable=fast_math profile: looser bounds of coord.md; "
+    "FastMath": "enable=fast_math profile: looser bounds of docs/conformance.md; "
                 "denormal inputs/outputs may flush to zero (ftz).",
     "SignedZero": "max/min/relu of +-0: either sign is acceptable "
                   "(alternatives).",
@@ -50,7 +50,7 @@ NOTES = {
     "Matmul": "Matmul, checked with the sum bound over K.",
     "MatmulPath": "A matmul path chosen by options (default fallback, "
                   "disable=matmul_expr_eval, enable=fuse_matmul).",
-    "Contraction": "The contraction rule of coord.md (add(mul(a,b),c) -> "
+    "Contraction": "The contraction rule (add(mul(a,b),c) -> "
                    "fma when the mul has one use and is not an output).",
     "InvalidShape": "Execute must fail with KILN_ERR_SHAPE.",
     "InvalidDtype": "Execute must fail with KILN_ERR_DTYPE.",

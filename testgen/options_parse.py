@@ -1,7 +1,7 @@
 """Category options.parse: the option grammar, validation and canonical text.
 
 Two sources of expectations that must agree (build() asserts it):
-  * EDGE_CASES, a hand-written table of the rules in coord.md, and
+  * EDGE_CASES, a hand-written table of the rules in docs/options.md, and
   * optmodel.py, an independent model of the grammar.
 Generated tests (every option of every set, bare / with arguments / in the
 wrong set / as execute elements) take their expectation from the model only.
@@ -20,7 +20,7 @@ NOTES = {
     "Grammar": "A rule of the list/item grammar (separators, parentheses, "
                "trailing comma, empty tokens).",
     "EdgeCase": "One of the hand-written edge cases of the grammar table in "
-                "docs/options.md / coord.md.",
+                "docs/options.md.",
     "Unknown": "An option name that is not in the catalogue of that set "
                "(names are case-sensitive, never trimmed, per set).",
     "NoArgument": "Kiln departs from nvFuser: an argument list on an option "

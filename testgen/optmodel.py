@@ -1,4 +1,4 @@
-"""An independent Python model of the Kiln option grammar (coord.md, Step 1).
+"""An independent Python model of the Kiln option grammar (docs/options.md).
 
 It computes the expected canonical text or the expected error (kind, byte
 offset, token) for option strings; options_parse.py cross-checks it against a

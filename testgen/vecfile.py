@@ -1,4 +1,4 @@
-"""Assemble one conformance vector file (coord.md "Conformance vector format").
+"""Assemble one conformance vector file (docs/conformance.md).
 
 A file is {"suite", "suiteVersion", "category", "numberOfTests", "notes",
 "testGroups"}; every test gets a tcId (1..N in file order).  Output is
