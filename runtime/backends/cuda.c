@@ -292,11 +292,17 @@ static kiln_status identity_text(const kiln_cuda_api *api, const char *prefix,
     if (s != KILN_OK)
         return s;
     kiln__cuda_simplify_text(ko->simplify_off, simp, sizeof simp);
-    int n = snprintf(buf, cap, "%s %s nvrtc-%d.%d codegen=%d%s flags=%s simplify_off=%s opts=%s",
+    /* ko= spells out every decoded field, so options that map to the same
+    ** flags (lineinfo under -G) still give distinct identities */
+    int n = snprintf(buf, cap,
+                     "%s %s nvrtc-%d.%d codegen=%d%s flags=%s simplify_off=%s "
+                     "ko=fm%d,li%d,g%d,c%d,s%d opts=%s",
                      prefix, archs, api->nvrtc_major, api->nvrtc_minor,
                      KILN_CUDA_CODEGEN_VERSION,
                      api->h_cuda == NULL ? "" : api->h_cublas ? " cublas=yes" : " cublas=no",
-                     flags, simp[0] ? simp : "-", ko->canonical ? ko->canonical : "");
+                     flags, simp[0] ? simp : "-", ko->fast_math != 0, ko->lineinfo != 0,
+                     ko->debug != 0, ko->contract != 0, ko->sass != 0,
+                     ko->canonical ? ko->canonical : "");
     if (n < 0 || (size_t)n >= cap)
         return kiln__err(KILN_ERR_LIMIT, "cuda identity: buffer of %zu bytes too small", cap);
     return KILN_OK;

@@ -1,0 +1,870 @@
+/*
+** test_cuda.c -- the CUDA backend pieces that run without a GPU: the
+** loader's "unavailable" reasons, codegen for every op x dtype compiled by
+** NVRTC for sm_90 and sm_80 under the kernel-level option sets, the option
+** -> flag mapping, the identity string, failed compiles carrying the log
+** and the source, the bit-exact simplification passes, trait / index64
+** variants, and the compile-only "nvrtc" backend end to end (through ref).
+**
+** NVRTC compiles take ~0.5 s per program, so many generated kernels are
+** compiled as one program: each kernel's text after the preamble is put in
+** its own namespace and its entry points renamed.  Tests that need NVRTC
+** skip (printing why) only when NVRTC cannot be loaded.
+*/
+#include <check.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda_codegen.h"
+#include "backends/cuda_loader.h"
+#include "internal.h"
+
+#define AC (KILN_TRAIT_CONTIG | KILN_TRAIT_ALIGN16)
+
+/* ------------------------------------------------------- segment builder */
+
+typedef struct tseg {
+    kiln_ir_node n[32];
+    uint32_t nn;
+    int32_t outs[4];
+    uint32_t nout, nin;
+    uint32_t itr[8], otr[4];
+    kiln_ir_segment s;
+} tseg;
+
+static void ts_init(tseg *t, uint32_t kind)
+{
+    memset(t, 0, sizeof *t);
+    t->s.struct_size = sizeof t->s;
+    t->s.kind = kind;
+}
+static int32_t ts_node(tseg *t, int op, int dt, int rank, int a, int b, int c)
+{
+    kiln_ir_node *x = &t->n[t->nn];
+    memset(x, 0, sizeof *x);
+    x->op = (uint16_t)op;
+    x->dtype = (uint8_t)dt;
+    x->rank = (uint8_t)rank;
+    x->args[0] = a;
+    x->args[1] = b;
+    x->args[2] = c;
+    x->io = -1;
+    return (int32_t)t->nn++;
+}
+static int32_t ts_in(tseg *t, int dt, int rank, uint32_t traits)
+{
+    int32_t i = ts_node(t, KILN_OP_INPUT, dt, rank, -1, -1, -1);
+    t->n[i].io = (int32_t)t->nin;
+    t->itr[t->nin++] = traits;
+    return i;
+}
+static int32_t ts_const(tseg *t, int dt, uint64_t bits)
+{
+    int32_t i = ts_node(t, KILN_OP_CONST, dt, 0, -1, -1, -1);
+    t->n[i].bits = bits;
+    return i;
+}
+static int32_t ts_reduce(tseg *t, int op, int dt, int rank, int a, uint32_t axes)
+{
+    int32_t i = ts_node(t, op, dt, rank, a, -1, -1);
+    t->n[i].axes = axes;
+    t->n[i].bcast = axes;
+    t->n[i].flags = KILN_IR_KEEPDIM;
+    return i;
+}
+static void ts_out(tseg *t, int32_t v, uint32_t traits)
+{
+    t->otr[t->nout] = traits;
+    t->outs[t->nout++] = v;
+}
+static const kiln_ir_segment *ts_done(tseg *t)
+{
+    t->s.nodes = t->n;
+    t->s.n_nodes = t->nn;
+    t->s.n_inputs = t->nin;
+    t->s.outputs = t->outs;
+    t->s.n_outputs = t->nout;
+    t->s.input_traits = t->itr;
+    t->s.output_traits = t->otr;
+    return &t->s;
+}
+
+static kiln_kernel_options ko_default(void)
+{
+    kiln_kernel_options ko;
+    memset(&ko, 0, sizeof ko);
+    ko.struct_size = sizeof ko;
+    ko.contract = 1;
+    ko.sass = 1;
+    ko.canonical = "";
+    return ko;
+}
+
+/* ------------------------------------------------------- segment catalogue */
+
+/* Accepted operand dtypes per op (coord.md "IR / numerics decisions"). */
+#define M_B (1u << KILN_BOOL)
+#define M_I (1u << KILN_I32 | 1u << KILN_I64)
+#define M_F (1u << KILN_F32 | 1u << KILN_F64)
+#define M_H (1u << KILN_F16 | 1u << KILN_BF16)
+
+static uint32_t op_dtypes(int op)
+{
+    switch (op) {
+    case KILN_OP_NEG: case KILN_OP_ABS: case KILN_OP_RELU: case KILN_OP_ADD:
+    case KILN_OP_SUB: case KILN_OP_MUL: case KILN_OP_MAXIMUM: case KILN_OP_MINIMUM:
+    case KILN_OP_LT: case KILN_OP_LE: case KILN_OP_GT: case KILN_OP_GE:
+        return M_I | M_F;
+    case KILN_OP_EQ: case KILN_OP_NE:
+        return M_B | M_I | M_F;
+    case KILN_OP_AND: case KILN_OP_OR: case KILN_OP_NOT:
+        return M_B;
+    case KILN_OP_WHERE:
+        return M_B | M_I | M_F | M_H;
+    case KILN_OP_EXP: case KILN_OP_LOG: case KILN_OP_SQRT: case KILN_OP_RSQRT:
+    case KILN_OP_RECIPROCAL: case KILN_OP_SIN: case KILN_OP_COS: case KILN_OP_TANH:
+    case KILN_OP_SIGMOID: case KILN_OP_ERF: case KILN_OP_FLOOR: case KILN_OP_CEIL:
+    case KILN_OP_DIV: case KILN_OP_POW: case KILN_OP_FMA:
+        return M_F;
+    default:
+        return 0;
+    }
+}
+
+static int arity(int op)
+{
+    if (op == KILN_OP_WHERE || op == KILN_OP_FMA)
+        return 3;
+    return kiln__op_info((kiln_op)op)->arity;
+}
+
+static int result_dtype(int op, int dt)
+{
+    if (op >= KILN_OP_EQ && op <= KILN_OP_GE)
+        return KILN_BOOL;
+    return dt;
+}
+
+/* Pointwise segment `op` on dtype dt over rank 2 with the given traits. */
+static void seg_pointwise(tseg *t, int op, int dt, uint32_t tr)
+{
+    ts_init(t, KILN_SEGK_POINTWISE);
+    int a[3];
+    int n = arity(op);
+    for (int k = 0; k < n; k++) {
+        int d = (op == KILN_OP_WHERE && k == 0) ? KILN_BOOL : dt;
+        a[k] = ts_in(t, d, 2, k == 1 ? KILN_TRAIT_ALIGN16 : tr); /* one broadcast-ish view */
+    }
+    int r = ts_node(t, op, result_dtype(op, dt), 2, a[0], n > 1 ? a[1] : -1, n > 2 ? a[2] : -1);
+    ts_out(t, r, tr);
+}
+
+static void seg_cast(tseg *t, int from, int to, uint32_t tr)
+{
+    ts_init(t, KILN_SEGK_POINTWISE);
+    int a = ts_in(t, from, 1, tr);
+    ts_out(t, ts_node(t, KILN_OP_CAST, to, 1, a, -1, -1), tr);
+}
+
+/* Reduction: out = rop(x * x or x, axes) then + bias (reduced domain). */
+static void seg_reduce(tseg *t, int rop, int dt, int rank, uint32_t axes, uint32_t tr)
+{
+    ts_init(t, KILN_SEGK_REDUCTION);
+    int x = ts_in(t, dt, rank, tr);
+    int p = ts_node(t, KILN_OP_ABS, dt, rank, x, -1, -1);
+    int r = ts_reduce(t, rop, dt, rank, p, axes);
+    int b = ts_in(t, dt, rank, 0);
+    int y = ts_node(t, KILN_OP_ADD, dt, rank, r, b, -1);
+    ts_out(t, y, tr);
+    ts_out(t, r, tr);
+}
+
+static void seg_matmul(tseg *t, uint32_t kind, int dt, int epilogue, uint32_t tr)
+{
+    ts_init(t, kind);
+    int a = ts_in(t, dt, 2, tr), b = ts_in(t, dt, 2, tr);
+    int m = ts_node(t, KILN_OP_MATMUL, KILN_F32, 2, a, b, -1);
+    if (epilogue) {
+        int bias = ts_in(t, KILN_F32, 2, 0);
+        int s = ts_node(t, KILN_OP_ADD, KILN_F32, 2, m, bias, -1);
+        ts_out(t, ts_node(t, KILN_OP_RELU, KILN_F32, 2, s, -1, -1), tr);
+    } else {
+        ts_out(t, m, tr);
+    }
+}
+
+/* Build catalogue entry i into t; returns 0 past the end.  The list covers
+** every op x accepted dtype, every cast pair, sum/max/min inner and outer
+** for each dtype, and matmul standalone / epilogue / fallback per dtype. */
+static int catalogue(int i, tseg *t, uint32_t tr)
+{
+    int idx = 0;
+    for (int op = KILN_OP_NEG; op <= KILN_OP_FMA; op++)
+        for (int dt = 0; dt < KILN_DTYPE_COUNT; dt++)
+            if (op_dtypes(op) >> dt & 1u) {
+                if (idx++ == i) {
+                    seg_pointwise(t, op, dt, tr);
+                    return 1;
+                }
+            }
+    for (int from = 0; from < KILN_DTYPE_COUNT; from++)
+        for (int to = 0; to < KILN_DTYPE_COUNT; to++)
+            if (idx++ == i) {
+                seg_cast(t, from, to, tr);
+                return 1;
+            }
+    static const int rops[3] = {KILN_OP_SUM, KILN_OP_RMAX, KILN_OP_RMIN};
+    static const int rdts[4] = {KILN_I32, KILN_I64, KILN_F32, KILN_F64};
+    for (int r = 0; r < 3; r++)
+        for (int d = 0; d < 4; d++)
+            for (int shape = 0; shape < 3; shape++)
+                if (idx++ == i) {
+                    /* inner [?, ?] axis 1; outer axis 0; rank 3 axes {0, 2} */
+                    if (shape == 0)
+                        seg_reduce(t, rops[r], rdts[d], 2, 2u, tr);
+                    else if (shape == 1)
+                        seg_reduce(t, rops[r], rdts[d], 2, 1u, tr);
+                    else
+                        seg_reduce(t, rops[r], rdts[d], 3, 5u, tr);
+                    return 1;
+                }
+    static const int mdts[3] = {KILN_F16, KILN_BF16, KILN_F32};
+    for (int d = 0; d < 3; d++)
+        for (int kind = 0; kind < 3; kind++)
+            if (idx++ == i) {
+                seg_matmul(t, kind == 0 ? KILN_SEGK_MATMUL
+                              : kind == 1 ? KILN_SEGK_MATMUL_EPILOGUE
+                                          : KILN_SEGK_MATMUL_FALLBACK,
+                           mdts[d], kind == 1, tr);
+                return 1;
+            }
+    return 0;
+}
+
+/* ------------------------------------------------------- NVRTC batches */
+
+static int nvrtc_api(kiln_cuda_api *api)
+{
+    char why[512];
+    if (kiln__cuda_load(api, KILN_CUDA_LOAD_NVRTC, why, sizeof why) != KILN_OK) {
+        /* make nvrtc-check sets KILN_TEST_NVRTC_REQUIRED: never a silent pass */
+        ck_assert_msg(getenv("KILN_TEST_NVRTC_REQUIRED") == NULL,
+                      "NVRTC is required here but cannot be loaded: %s", why);
+        fprintf(stderr, "test_cuda: NVRTC tests skipped: %s\n", why);
+        return 0;
+    }
+    return 1;
+}
+
+/* Append the kernel part of `src` to batch b as namespace kN with renamed
+** entry points; the first call also appends the preamble. */
+static void batch_add(kiln_buf *b, const char *src, int n)
+{
+    const char *marker = "// ---- end of preamble\n";
+    const char *m = strstr(src, marker);
+    ck_assert_ptr_nonnull(m);
+    if (b->len == 0)
+        kiln__buf_add(b, src, (size_t)(m - src) + strlen(marker));
+    kiln__buf_printf(b, "namespace k%d {\n", n);
+    const char *p = m + strlen(marker);
+    for (;;) {
+        const char *q1 = strstr(p, "kiln_main(");
+        const char *q2 = strstr(p, "kiln_finish(");
+        const char *q = q1 && (!q2 || q1 < q2) ? q1 : q2;
+        if (q == NULL)
+            break;
+        size_t l = (size_t)(strchr(q, '(') - q);
+        kiln__buf_add(b, p, (size_t)(q - p) + l);
+        kiln__buf_printf(b, "_%d", n);
+        p = q + l;
+    }
+    kiln__buf_puts(b, p);
+    kiln__buf_printf(b, "} // namespace k%d\n", n);
+}
+
+/* Compile a batch with the flags of ko for arch; failure (error or any
+** warning) fails the test with the log. */
+static void batch_compile(const kiln_cuda_api *api, const char *src,
+                          const kiln_kernel_options *ko, const char *arch)
+{
+    const char *argv[16];
+    int argc = 0;
+    char store[256];
+    ck_assert_int_eq(kiln__cuda_flags(ko, arch, argv, &argc, store, sizeof store), KILN_OK);
+    nvrtcProgram p = NULL;
+    ck_assert_int_eq(api->p_nvrtcCreateProgram(&p, src, "batch.cu", 0, NULL, NULL),
+                     NVRTC_SUCCESS);
+    nvrtcResult r = api->p_nvrtcCompileProgram(p, argc, argv);
+    size_t n = 0;
+    api->p_nvrtcGetProgramLogSize(p, &n);
+    char *log = malloc(n + 1);
+    ck_assert_ptr_nonnull(log);
+    log[0] = '\0';
+    api->p_nvrtcGetProgramLog(p, log);
+    api->p_nvrtcDestroyProgram(&p);
+    int bad = r != NVRTC_SUCCESS || strspn(log, " \r\n") != strlen(log);
+    if (bad)
+        fprintf(stderr, "NVRTC %s failed (%d):\n%.6000s\n", arch, (int)r, log);
+    free(log);
+    ck_assert_msg(!bad, "NVRTC compile of the batch failed for %s", arch);
+}
+
+/* Generate catalogue entries [lo, hi) under ko with traits tr (and
+** index64), compile them as one program for sm_90 and sm_80. */
+static int compile_catalogue_step(const kiln_kernel_options *ko, uint32_t tr, int index64,
+                                  int lo, int hi, int step)
+{
+    kiln_cuda_api api;
+    if (!nvrtc_api(&api))
+        return -1;
+    kiln_buf b = {0};
+    int count = 0;
+    tseg t;
+    for (int i = lo; i < hi && catalogue(i, &t, tr); i += step) {
+        t.s.index64 = (uint32_t)index64;
+        char *src = NULL;
+        kiln_cuda_kinfo info;
+        kiln_status s = kiln__cuda_codegen(ts_done(&t), ko, &src, &info);
+        ck_assert_msg(s == KILN_OK, "codegen of catalogue entry %d: %s", i, kiln_last_error());
+        batch_add(&b, src, i);
+        kiln__free(src);
+        count++;
+    }
+    ck_assert(!b.failed);
+    if (count > 0) {
+        batch_compile(&api, b.data, ko, "sm_90");
+        batch_compile(&api, b.data, ko, "sm_80");
+    }
+    kiln__buf_free(&b);
+    kiln__cuda_unload(&api);
+    return count;
+}
+
+/* The whole catalogue under every option set takes minutes of NVRTC time:
+** `make nvrtc-check` (scripts/nvrtc_check.sh) sets KILN_TEST_NVRTC_FULL=1;
+** plain unit runs compile a strided sample of it. */
+static int full_sweep(void) { return getenv("KILN_TEST_NVRTC_FULL") != NULL; }
+
+static int compile_catalogue(const kiln_kernel_options *ko, uint32_t tr, int index64,
+                             int lo, int hi)
+{
+    return compile_catalogue_step(ko, tr, index64, lo, hi, full_sweep() ? 1 : 9);
+}
+
+static int catalogue_size(void)
+{
+    tseg t;
+    int n = 0;
+    while (catalogue(n, &t, 0))
+        n++;
+    return n;
+}
+
+/* Every op x dtype etc. with the default options, aligned + contiguous
+** views (vector paths, flat indexing). */
+START_TEST(nvrtc_all_ops_default)
+{
+    kiln_kernel_options ko = ko_default();
+    int n = compile_catalogue(&ko, AC, 0, 0, 1000);
+    if (n >= 0 && full_sweep())
+        ck_assert_int_eq(n, catalogue_size());
+}
+END_TEST
+
+/* Same under fast_math + disable=fma, plain strided views, 64-bit indices. */
+START_TEST(nvrtc_all_ops_fast_nofma_strided64)
+{
+    kiln_kernel_options ko = ko_default();
+    ko.fast_math = 1;
+    ko.contract = 0;
+    compile_catalogue(&ko, 0, 1, 0, 1000);
+}
+END_TEST
+
+/* The remaining kernel-level option sets on a slice of the catalogue
+** (casts, reductions, matmul are all in the slice). */
+START_TEST(nvrtc_option_sets)
+{
+    int n = catalogue_size();
+    for (int set = full_sweep() ? 0 : 1; set < (full_sweep() ? 4 : 2); set++) {
+        kiln_kernel_options ko = ko_default();
+        switch (set) {
+        case 0: ko.lineinfo = 1; break;
+        case 1: ko.sass = 0; break;                 /* PTX for the driver JIT */
+        case 2: ko.simplify_off = 0x1f; break;      /* every pass off */
+        default: ko.debug = 1; ko.lineinfo = 1; break; /* -G wins */
+        }
+        int lo = set * 7, hi = lo + 14; /* a few pointwise kernels */
+        compile_catalogue(&ko, set & 1 ? AC : KILN_TRAIT_ALIGN16, set == 2, lo, hi);
+        /* plus the reductions and matmuls (the tail of the catalogue) */
+        if (set != 3)
+            compile_catalogue(&ko, AC, 0, n - 45, n);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------- flags / identity */
+
+static int has_flag(const char *const *argv, int argc, const char *f)
+{
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], f) == 0)
+            return 1;
+    return 0;
+}
+
+START_TEST(flag_mapping)
+{
+    const char *argv[16];
+    int argc;
+    char store[256];
+    kiln_kernel_options ko = ko_default();
+    ck_assert_int_eq(kiln__cuda_flags(&ko, "sm_90", argv, &argc, store, sizeof store), KILN_OK);
+    ck_assert(has_flag(argv, argc, "--std=c++17"));
+    ck_assert(has_flag(argv, argc, "-default-device"));
+    ck_assert(has_flag(argv, argc, "-arch=sm_90"));
+    ck_assert(has_flag(argv, argc, "--fmad=true"));
+    ck_assert(!has_flag(argv, argc, "--use_fast_math"));
+    ck_assert(!has_flag(argv, argc, "-G") && !has_flag(argv, argc, "-lineinfo"));
+    ko.fast_math = 1;
+    ko.contract = 0;
+    ck_assert_int_eq(kiln__cuda_flags(&ko, "sm_90", argv, &argc, store, sizeof store), KILN_OK);
+    ck_assert(has_flag(argv, argc, "--use_fast_math"));
+    ck_assert(has_flag(argv, argc, "--fmad=false"));
+    int fm = -1, fa = -1; /* --fmad=false must come after --use_fast_math */
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--use_fast_math") == 0) fm = i;
+        if (strcmp(argv[i], "--fmad=false") == 0) fa = i;
+    }
+    ck_assert_int_gt(fa, fm);
+    ko = ko_default();
+    ko.lineinfo = 1;
+    ck_assert_int_eq(kiln__cuda_flags(&ko, "sm_80", argv, &argc, store, sizeof store), KILN_OK);
+    ck_assert(has_flag(argv, argc, "-lineinfo") && has_flag(argv, argc, "-arch=sm_80"));
+    ko.debug = 1;
+    ck_assert_int_eq(kiln__cuda_flags(&ko, "sm_80", argv, &argc, store, sizeof store), KILN_OK);
+    ck_assert(has_flag(argv, argc, "-G") && !has_flag(argv, argc, "-lineinfo"));
+    ko = ko_default();
+    ko.sass = 0;
+    ck_assert_int_eq(kiln__cuda_flags(&ko, "sm_90", argv, &argc, store, sizeof store), KILN_OK);
+    ck_assert(has_flag(argv, argc, "-arch=compute_90"));
+    ck_assert_int_eq(kiln__cuda_flags(&ko, "gfx90", argv, &argc, store, sizeof store),
+                     KILN_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(kiln__cuda_flags(&ko, "sm_90", argv, &argc, store, 8), KILN_ERR_LIMIT);
+    char text[256];
+    ck_assert_int_eq(kiln__cuda_flags_text(&ko, "sm_90", text, sizeof text), KILN_OK);
+    ck_assert_str_eq(text, "--std=c++17 -default-device -arch=compute_90 --fmad=true");
+    char simp[64];
+    kiln__cuda_simplify_text(0, simp, sizeof simp);
+    ck_assert_str_eq(simp, "");
+    kiln__cuda_simplify_text(0x1f, simp, sizeof simp);
+    ck_assert_str_eq(simp, "all");
+    kiln__cuda_simplify_text((1u << 3) | 1u, simp, sizeof simp);
+    ck_assert_str_eq(simp, "cse,index");
+}
+END_TEST
+
+START_TEST(identity_changes_with_every_kernel_option)
+{
+    const kiln_backend *be = kiln__backend_nvrtc();
+    void *st = NULL;
+    char err[512];
+    if (be->open(0, &st, err, sizeof err) != KILN_OK) {
+        fprintf(stderr, "test_cuda: identity test skipped: %s\n", err);
+        return;
+    }
+    char ids[9][1024];
+    for (int v = 0; v < 9; v++) {
+        kiln_kernel_options ko = ko_default();
+        switch (v) {
+        case 1: ko.fast_math = 1; break;
+        case 2: ko.lineinfo = 1; break;
+        case 3: ko.debug = 1; break;
+        case 4: ko.contract = 0; break;
+        case 5: ko.sass = 0; break;
+        case 6: ko.simplify_off = 1; break;
+        case 7: ko.simplify_off = 8; break;
+        case 8: ko.debug = 1; ko.lineinfo = 1; break;
+        default: break;
+        }
+        ck_assert_int_eq(be->identity(st, &ko, ids[v], sizeof ids[v]), KILN_OK);
+        for (int u = 0; u < v; u++)
+            ck_assert_msg(strcmp(ids[u], ids[v]) != 0, "identity %d == %d: %s", u, v, ids[v]);
+    }
+    ck_assert_ptr_nonnull(strstr(ids[0], "nvrtc archs=sm_90,sm_80 nvrtc-"));
+    ck_assert_ptr_nonnull(strstr(ids[0], "codegen="));
+    char small[16];
+    kiln_kernel_options ko = ko_default();
+    ck_assert_int_eq(be->identity(st, &ko, small, sizeof small), KILN_ERR_LIMIT);
+    be->close(st);
+}
+END_TEST
+
+/* ------------------------------------------------------- availability */
+
+START_TEST(cuda_open_without_driver)
+{
+    /* An explicit driver path that does not exist: "no driver" always. */
+    setenv("KILN_LIBCUDA_PATH", "/nonexistent/libcuda.so.1", 1);
+    const kiln_backend *be = kiln__backend_cuda();
+    ck_assert_str_eq(be->name, "cuda");
+    void *st = (void *)0x1;
+    char err[512] = "";
+    ck_assert_int_eq(be->open(0, &st, err, sizeof err), KILN_ERR_BACKEND_UNAVAILABLE);
+    ck_assert_ptr_nonnull(strstr(err, "cuda: no driver ("));
+    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/libcuda.so.1"));
+    ck_assert_ptr_eq(st, (void *)0x1); /* untouched on failure */
+    unsetenv("KILN_LIBCUDA_PATH");
+    /* The real library: on a machine without a driver the same reason. */
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        ck_assert_int_eq(be->open(0, &st, err, sizeof err), KILN_ERR_BACKEND_UNAVAILABLE);
+        ck_assert_ptr_nonnull(strstr(err, "cuda: no driver ("));
+    } else {
+        dlclose(h);
+        kiln_status s = be->open(0, &st, err, sizeof err);
+        if (s == KILN_OK)
+            be->close(st);
+        else
+            ck_assert_ptr_nonnull(strstr(err, "cuda: no"));
+    }
+}
+END_TEST
+
+START_TEST(nvrtc_missing_is_reported)
+{
+    setenv("KILN_NVRTC_PATH", "/nonexistent/libnvrtc.so.99", 1);
+    void *st = NULL;
+    char err[512] = "";
+    ck_assert_int_eq(kiln__backend_nvrtc()->open(0, &st, err, sizeof err),
+                     KILN_ERR_BACKEND_UNAVAILABLE);
+    ck_assert_ptr_nonnull(strstr(err, "nvrtc: no NVRTC (KILN_NVRTC_PATH="));
+    kiln_cuda_api api;
+    ck_assert_int_eq(kiln__cuda_load(&api, KILN_CUDA_LOAD_NVRTC, err, sizeof err),
+                     KILN_ERR_BACKEND_UNAVAILABLE);
+    ck_assert_ptr_nonnull(strstr(err, "no NVRTC ("));
+    unsetenv("KILN_NVRTC_PATH");
+}
+END_TEST
+
+START_TEST(error_text_of_failed_calls)
+{
+    /* No driver table: the name/string lookups fall back. */
+    kiln_cuda_api api;
+    memset(&api, 0, sizeof api);
+    char err[512];
+    ck_assert_int_eq(kiln__cu_check(&api, CUDA_ERROR_INVALID_VALUE, "cuMemAlloc(&p, 0)", err,
+                                    sizeof err), KILN_ERR_CUDA);
+    ck_assert_str_eq(err, "cuda: cuMemAlloc(&p, 0) failed: unknown CUresult (no description) [code 1]");
+    ck_assert_str_eq(kiln_last_error(), err);
+    ck_assert_int_eq(kiln__cu_check(&api, CUDA_ERROR_OUT_OF_MEMORY, "x", err, sizeof err),
+                     KILN_ERR_NO_MEMORY);
+    ck_assert_int_eq(kiln__cu_check(&api, CUDA_SUCCESS, "x", err, sizeof err), KILN_OK);
+    ck_assert_int_eq(kiln__nvrtc_check(&api, NVRTC_ERROR_COMPILATION, "nvrtcCompileProgram(p)",
+                                       err, sizeof err), KILN_ERR_COMPILE);
+    ck_assert_ptr_nonnull(strstr(err, "[code 6]"));
+    if (nvrtc_api(&api)) {
+        ck_assert_int_eq(kiln__nvrtc_check(&api, NVRTC_ERROR_COMPILATION, "nvrtcCompileProgram(p)",
+                                           err, sizeof err), KILN_ERR_COMPILE);
+        ck_assert_ptr_nonnull(strstr(err, "NVRTC_ERROR_COMPILATION"));
+        kiln__cuda_unload(&api);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------- failed compiles */
+
+START_TEST(failed_compile_carries_log_and_source)
+{
+    setenv("KILN_NVRTC_ARCHS", "sm_10", 1); /* NVRTC rejects this target */
+    const kiln_backend *be = kiln__backend_nvrtc();
+    void *st = NULL;
+    char err[16384];
+    if (be->open(0, &st, err, sizeof err) != KILN_OK) {
+        fprintf(stderr, "test_cuda: compile-failure test skipped: %s\n", err);
+        return;
+    }
+    tseg t;
+    seg_pointwise(&t, KILN_OP_ADD, KILN_F32, AC);
+    kiln_kernel_options ko = ko_default();
+    kiln_kernel_out out;
+    memset(&out, 0, sizeof out);
+    ck_assert_int_eq(be->compile(st, ts_done(&t), &ko, &out, err, sizeof err), KILN_ERR_COMPILE);
+    ck_assert_ptr_nonnull(strstr(err, "NVRTC compile for sm_10 failed"));
+    ck_assert_ptr_nonnull(strstr(err, "--- NVRTC log ---"));
+    ck_assert_ptr_nonnull(strstr(err, "sm_10"));           /* the log names it */
+    ck_assert_ptr_nonnull(strstr(err, "--- generated source"));
+    ck_assert_ptr_nonnull(strstr(err, "kiln_post("));      /* the source itself */
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "--- NVRTC log ---"));
+    ck_assert_ptr_null(out.handle);
+    be->close(st);
+    unsetenv("KILN_NVRTC_ARCHS");
+    setenv("KILN_NVRTC_ARCHS", "sm_90,,", 1);
+    ck_assert_int_eq(be->open(0, &st, err, sizeof err), KILN_ERR_BACKEND_UNAVAILABLE);
+    ck_assert_ptr_nonnull(strstr(err, "KILN_NVRTC_ARCHS"));
+    unsetenv("KILN_NVRTC_ARCHS");
+}
+END_TEST
+
+START_TEST(codegen_rejects_bad_segments)
+{
+    kiln_kernel_options ko = ko_default();
+    char *src = (char *)0x1;
+    kiln_cuda_kinfo info;
+    tseg t;
+    seg_pointwise(&t, KILN_OP_ADD, KILN_F32, AC);
+    t.n[2].args[1] = 2; /* refers to itself */
+    ck_assert_int_eq(kiln__cuda_codegen(ts_done(&t), &ko, &src, &info), KILN_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_eq(src, (void *)0x1);
+    ts_init(&t, KILN_SEGK_POINTWISE); /* f16 arithmetic needs a cast first */
+    int a = ts_in(&t, KILN_F16, 1, AC);
+    ts_out(&t, ts_node(&t, KILN_OP_NEG, KILN_F16, 1, a, -1, -1), AC);
+    ck_assert_int_eq(kiln__cuda_codegen(ts_done(&t), &ko, &src, &info), KILN_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "f16"));
+    seg_reduce(&t, KILN_OP_SUM, KILN_F32, 2, 2u, AC);
+    t.s.kind = KILN_SEGK_POINTWISE; /* kind disagrees with the nodes */
+    ck_assert_int_eq(kiln__cuda_codegen(ts_done(&t), &ko, &src, &info), KILN_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(kiln__cuda_codegen(NULL, &ko, &src, &info), KILN_ERR_INVALID_ARGUMENT);
+    /* allocation failures are clean */
+    seg_reduce(&t, KILN_OP_SUM, KILN_F32, 2, 2u, AC);
+    for (long n = 0; n < 200; n++) {
+        kiln__fault_after(n);
+        kiln_status s = kiln__cuda_codegen(ts_done(&t), &ko, &src, &info);
+        kiln__fault_after(-1);
+        if (s == KILN_OK) {
+            kiln__free(src);
+            break;
+        }
+        ck_assert_int_eq(s, KILN_ERR_NO_MEMORY);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------- variants, passes */
+
+static char *gen(const kiln_ir_segment *s, const kiln_kernel_options *ko, kiln_cuda_kinfo *info)
+{
+    char *src = NULL;
+    kiln_cuda_kinfo tmp;
+    ck_assert_msg(kiln__cuda_codegen(s, ko, &src, info ? info : &tmp) == KILN_OK, "%s",
+                  kiln_last_error());
+    const char *m = strstr(src, "// ---- end of preamble\n");
+    ck_assert_ptr_nonnull(m);
+    return src;
+}
+static const char *body(const char *src) { return strstr(src, "// ---- end of preamble\n"); }
+
+START_TEST(traits_and_index_width)
+{
+    kiln_kernel_options ko = ko_default();
+    tseg t;
+    kiln_cuda_kinfo info;
+    seg_pointwise(&t, KILN_OP_MUL, KILN_F32, AC);
+    char *s = gen(ts_done(&t), &ko, &info);
+    ck_assert_ptr_nonnull(strstr(body(s), "typedef unsigned int ix;"));
+    ck_assert_ptr_nonnull(strstr(body(s), "KVec<float, 4>"));      /* 16-byte vectors */
+    ck_assert_ptr_nonnull(strstr(body(s), "const ix oi0 = i;"));   /* flat: CONTIG + index */
+    ck_assert_int_eq(info.vec, 4);
+    ck_assert_uint_eq(info.flat_views & 1u, 1u);
+    kiln__free(s);
+    t.s.index64 = 1;
+    s = gen(&t.s, &ko, &info);
+    ck_assert_ptr_nonnull(strstr(body(s), "typedef unsigned long long ix;"));
+    ck_assert_int_eq(info.index64, 1);
+    kiln__free(s);
+    seg_pointwise(&t, KILN_OP_MUL, KILN_F32, 0); /* no traits: scalar, strided */
+    s = gen(ts_done(&t), &ko, &info);
+    ck_assert_ptr_null(strstr(body(s), "KVec"));
+    ck_assert_ptr_null(strstr(body(s), "const ix oi0 = i;"));
+    ck_assert_int_eq(info.vec, 0);
+    kiln__free(s);
+    seg_cast(&t, KILN_F64, KILN_F16, AC); /* vector width from the smallest dtype */
+    s = gen(ts_done(&t), &ko, &info);
+    ck_assert_int_eq(info.vec, 8);
+    ck_assert_ptr_nonnull(strstr(body(s), "kd2h("));
+    kiln__free(s);
+    seg_reduce(&t, KILN_OP_SUM, KILN_F32, 2, 2u, AC);
+    s = gen(ts_done(&t), &ko, &info);
+    ck_assert_int_eq(info.kind, KILN_CK_REDUCE_INNER);
+    ck_assert_ptr_nonnull(strstr(body(s), "KAccSumF32"));
+    ck_assert_ptr_nonnull(strstr(body(s), "kiln_finish"));
+    ck_assert_uint_eq(info.acc_bytes, 8);
+    kiln__free(s);
+    seg_reduce(&t, KILN_OP_RMAX, KILN_F64, 2, 1u, AC);
+    s = gen(ts_done(&t), &ko, &info);
+    ck_assert_int_eq(info.kind, KILN_CK_REDUCE_OUTER);
+    ck_assert_ptr_nonnull(strstr(body(s), "KAccMax<double>"));
+    kiln__free(s);
+    seg_matmul(&t, KILN_SEGK_MATMUL_EPILOGUE, KILN_BF16, 1, AC);
+    s = gen(ts_done(&t), &ko, &info);
+    ck_assert_int_eq(info.kind, KILN_CK_MATMUL);
+    ck_assert_int_eq(info.mm_a, 0);
+    ck_assert_int_eq(info.mm_b, 1);
+    ck_assert_ptr_nonnull(strstr(body(s), "kb2f"));
+    kiln__free(s);
+}
+END_TEST
+
+START_TEST(simplify_passes_and_switches)
+{
+    kiln_kernel_options ko = ko_default();
+    tseg t;
+    /* y = (x * 1.0) + (x * 1.0); z = y * 2.0; w = z / 4.0; c = 2 + 3 (i32) */
+    ts_init(&t, KILN_SEGK_POINTWISE);
+    int x = ts_in(&t, KILN_F32, 1, AC);
+    int one = ts_const(&t, KILN_F32, 0x3f800000);
+    int m1 = ts_node(&t, KILN_OP_MUL, KILN_F32, 1, x, one, -1);
+    int m2 = ts_node(&t, KILN_OP_MUL, KILN_F32, 1, x, one, -1);
+    int y = ts_node(&t, KILN_OP_ADD, KILN_F32, 1, m1, m2, -1);
+    int two = ts_const(&t, KILN_F32, 0x40000000);
+    int z = ts_node(&t, KILN_OP_MUL, KILN_F32, 1, y, two, -1);
+    int four = ts_const(&t, KILN_F32, 0x40800000);
+    int w = ts_node(&t, KILN_OP_DIV, KILN_F32, 1, z, four, -1);
+    int i2 = ts_const(&t, KILN_I32, 2), i3 = ts_const(&t, KILN_I32, 3);
+    int c = ts_node(&t, KILN_OP_ADD, KILN_I32, 0, i2, i3, -1);
+    ts_out(&t, w, AC);
+    ts_out(&t, c, AC);
+    ts_done(&t);
+    char *s = gen(&t.s, &ko, NULL);
+    const char *b = body(s);
+    ck_assert_ptr_null(strstr(b, "kmul(v0, __uint_as_float(0x3f800000u))")); /* identity */
+    ck_assert_ptr_nonnull(strstr(b, "kadd(v0, v0)"));        /* cse + identity */
+    ck_assert_ptr_nonnull(strstr(b, "kadd(v4, v4)"));        /* strength: y*2 -> y+y */
+    ck_assert_ptr_nonnull(strstr(b, "kmul(v6, __uint_as_float(0x3e800000u))")); /* /4 -> *0.25 */
+    ck_assert_ptr_nonnull(strstr(b, "r1 = ((int)0x5u);"));   /* fold */
+    ck_assert_ptr_nonnull(strstr(b, "const ix oi0 = i;"));   /* index */
+    kiln__free(s);
+    /* each pass can be switched off on its own */
+    struct { uint64_t off; const char *present; } cases[] = {
+        {1u << 1, "kadd(((int)0x2u), ((int)0x3u))"},
+        {1u << 2, "kmul(v0, __uint_as_float(0x3f800000u))"},
+        {1u << 3, "ix oi0 = 0;"},
+        {1u << 4, "kdiv(v6, __uint_as_float(0x40800000u))"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        ko.simplify_off = cases[k].off;
+        s = gen(&t.s, &ko, NULL);
+        ck_assert_msg(strstr(body(s), cases[k].present) != NULL, "pass %zu off: %s missing", k,
+                      cases[k].present);
+        kiln__free(s);
+    }
+    /* cse: exp(x) + exp(x) shares the exp unless the pass is off */
+    {
+        tseg u;
+        ts_init(&u, KILN_SEGK_POINTWISE);
+        int ux = ts_in(&u, KILN_F32, 1, AC);
+        int e1 = ts_node(&u, KILN_OP_EXP, KILN_F32, 1, ux, -1, -1);
+        int e2 = ts_node(&u, KILN_OP_EXP, KILN_F32, 1, ux, -1, -1);
+        ts_out(&u, ts_node(&u, KILN_OP_ADD, KILN_F32, 1, e1, e2, -1), AC);
+        ko = ko_default();
+        s = gen(ts_done(&u), &ko, NULL);
+        ck_assert_ptr_nonnull(strstr(body(s), "kadd(v1, v1)"));
+        kiln__free(s);
+        ko.simplify_off = 1u;
+        s = gen(&u.s, &ko, NULL);
+        ck_assert_ptr_nonnull(strstr(body(s), "kadd(v1, v2)"));
+        kiln__free(s);
+    }
+    /* with cse and identity off, both x*1 multiplications remain */
+    ko.simplify_off = 1u | 4u;
+    s = gen(&t.s, &ko, NULL);
+    ck_assert_ptr_nonnull(strstr(body(s), "const float v2 = kmul(v0,"));
+    ck_assert_ptr_nonnull(strstr(body(s), "const float v3 = kmul(v0,"));
+    kiln__free(s);
+    /* under fast_math float identities are not applied (flush to zero) */
+    ko = ko_default();
+    ko.fast_math = 1;
+    s = gen(&t.s, &ko, NULL);
+    ck_assert_ptr_nonnull(strstr(body(s), "kmul(v0, __uint_as_float(0x3f800000u))"));
+    kiln__free(s);
+}
+END_TEST
+
+/* ------------------------------------------------------- nvrtc backend */
+
+START_TEST(nvrtc_backend_compiles_and_runs_on_ref)
+{
+    const kiln_backend *be = kiln__backend_nvrtc();
+    ck_assert_str_eq(be->name, "nvrtc");
+    ck_assert_uint_eq(be->memory, KILN_MEM_HOST);
+    void *st = NULL;
+    char err[4096];
+    if (be->open(0, &st, err, sizeof err) != KILN_OK) {
+        fprintf(stderr, "test_cuda: nvrtc backend test skipped: %s\n", err);
+        return;
+    }
+    /* relu(a*b+c) with the mul kept separate, and a sum over axis 1 */
+    tseg t;
+    ts_init(&t, KILN_SEGK_POINTWISE);
+    int a = ts_in(&t, KILN_F32, 2, AC), b = ts_in(&t, KILN_F32, 2, AC);
+    int c = ts_in(&t, KILN_F32, 2, KILN_TRAIT_ALIGN16);
+    int m = ts_node(&t, KILN_OP_MUL, KILN_F32, 2, a, b, -1);
+    int s = ts_node(&t, KILN_OP_ADD, KILN_F32, 2, m, c, -1);
+    ts_out(&t, ts_node(&t, KILN_OP_RELU, KILN_F32, 2, s, -1, -1), AC);
+    kiln_kernel_options ko = ko_default();
+    kiln_kernel_out out;
+    memset(&out, 0, sizeof out);
+    ck_assert_msg(be->compile(st, ts_done(&t), &ko, &out, err, sizeof err) == KILN_OK, "%s", err);
+    ck_assert_ptr_nonnull(strstr(out.flags, "-arch=sm_90"));
+    float A[6] = {1, -2, 3, -4, 5, -6}, B[6] = {2, 2, 2, 2, 2, 2}, C[3] = {1, 1, -100};
+    float O[6] = {0};
+    kiln_ir_tensor in[3], o;
+    memset(in, 0, sizeof in);
+    memset(&o, 0, sizeof o);
+    float *ptr[3] = {A, B, C};
+    for (int k = 0; k < 3; k++) {
+        in[k].data = ptr[k];
+        in[k].dtype = KILN_F32;
+        in[k].rank = 2;
+        in[k].sizes[0] = 2;
+        in[k].sizes[1] = 3;
+        in[k].strides[0] = k == 2 ? 0 : 3; /* c broadcast over rows */
+        in[k].strides[1] = 1;
+    }
+    o = in[0];
+    o.data = O;
+    kiln_launch L;
+    memset(&L, 0, sizeof L);
+    L.struct_size = sizeof L;
+    L.rank = 2;
+    L.domain[0] = 2;
+    L.domain[1] = 3;
+    L.inputs = in;
+    L.n_inputs = 3;
+    L.outputs = &o;
+    L.n_outputs = 1;
+    ck_assert_msg(be->launch(st, out.handle, &L, err, sizeof err) == KILN_OK, "%s", err);
+    const float want[6] = {3, 0, 0, 0, 11, 0};
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(O[i] == want[i], "O[%d] = %g, want %g", i, O[i], want[i]);
+    be->release(st, out.handle);
+    be->close(st);
+}
+END_TEST
+
+Suite *cuda_suite(void)
+{
+    Suite *s = suite_create("cuda");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, flag_mapping);
+    tcase_add_test(tc, identity_changes_with_every_kernel_option);
+    tcase_add_test(tc, cuda_open_without_driver);
+    tcase_add_test(tc, nvrtc_missing_is_reported);
+    tcase_add_test(tc, error_text_of_failed_calls);
+    tcase_add_test(tc, failed_compile_carries_log_and_source);
+    tcase_add_test(tc, codegen_rejects_bad_segments);
+    tcase_add_test(tc, traits_and_index_width);
+    tcase_add_test(tc, simplify_passes_and_switches);
+    tcase_add_test(tc, nvrtc_backend_compiles_and_runs_on_ref);
+    suite_add_tcase(s, tc);
+    TCase *nv = tcase_create("nvrtc");
+    tcase_set_timeout(nv, 600);
+    tcase_add_test(nv, nvrtc_all_ops_default);
+    tcase_add_test(nv, nvrtc_all_ops_fast_nofma_strided64);
+    tcase_add_test(nv, nvrtc_option_sets);
+    suite_add_tcase(s, nv);
+    return s;
+}
