@@ -123,6 +123,7 @@ typedef struct ref_kernel {
     uint32_t n_groups;
     rstep *steps;
     uint32_t n_steps, cap_steps;
+    uint32_t n_mat; /* materialised nodes (0: launch needs no buffers) */
 } ref_kernel;
 
 static kiln_status fail(char *err, size_t cap, kiln_status s, const char *fmt,
@@ -531,6 +532,8 @@ static kiln_status build_plan(ref_kernel *k, char *err, size_t cap)
         out->count = k->n_steps - out->first;
     }
     k->n_groups = ng;
+    for (uint32_t i = 0; i < n; i++)
+        k->n_mat += k->nodes[i].mat;
 done:
     kiln__free(g);
     kiln__free(avail);
@@ -1266,29 +1269,28 @@ static kiln_status check_view(const kiln_ir_tensor *v, const dom *d,
     return KILN_OK;
 }
 
+/* Launch scratch.  One block holds the per-node tables, the offsets and the
+** block buffers (on the stack when it is small, which keeps a tiny launch
+** free of malloc); materialised buffers and accumulators are separate. */
 typedef struct lscratch {
     void **slot;      /* per node: block buffer */
-    char *slots;
-    int64_t *offs;
     void **mat;       /* per node: materialised buffer */
     racc *acc;        /* per node (REDUCE only) */
+    int64_t *offs;
+    char *block;      /* the one allocation, or NULL when on the stack */
 } lscratch;
+
+#define STACK_SCRATCH 4096
 
 static void scratch_free(const ref_kernel *k, lscratch *s)
 {
-    if (s->mat != NULL)
-        for (uint32_t i = 0; i < k->n_nodes; i++)
-            kiln__free(s->mat[i]);
-    if (s->acc != NULL)
+    if (s->mat != NULL && k->n_mat > 0)
         for (uint32_t i = 0; i < k->n_nodes; i++) {
+            kiln__free(s->mat[i]);
             kiln__free(s->acc[i].acc);
             kiln__free(s->acc[i].comp);
         }
-    kiln__free(s->slot);
-    kiln__free(s->slots);
-    kiln__free(s->offs);
-    kiln__free(s->mat);
-    kiln__free(s->acc);
+    kiln__free(s->block);
 }
 
 /* The domain of node nd's materialised buffer. */
@@ -1391,22 +1393,29 @@ static kiln_status validate(const ref_kernel *k, const kiln_launch *L,
 }
 
 static kiln_status alloc_scratch(const ref_kernel *k, const kiln_launch *L,
-                                 int64_t blk, lscratch *s, char *err,
-                                 size_t cap)
+                                 int64_t blk, lscratch *s, void *stack,
+                                 char *err, size_t cap)
 {
     uint32_t n = k->n_nodes;
+    size_t tables = (size_t)n * (2 * sizeof(void *) + sizeof(racc));
+    size_t total = tables + (size_t)blk * 8 + (size_t)n * (size_t)blk * 8;
+    char *p = stack;
     memset(s, 0, sizeof *s);
-    s->slot = kiln__calloc(n, sizeof *s->slot);
-    s->slots = kiln__malloc((size_t)n * (size_t)blk * 8);
-    s->offs = kiln__malloc((size_t)blk * sizeof *s->offs);
-    s->mat = kiln__calloc(n, sizeof *s->mat);
-    s->acc = kiln__calloc(n, sizeof *s->acc);
-    if (s->slot == NULL || s->slots == NULL || s->offs == NULL ||
-        s->mat == NULL || s->acc == NULL)
-        goto oom;
+    if (total > STACK_SCRATCH) {
+        p = s->block = kiln__malloc(total);
+        if (p == NULL)
+            return fail(err, cap, KILN_ERR_NO_MEMORY,
+                        "ref: out of memory (launch)");
+    }
+    memset(p, 0, tables);
+    s->slot = (void **)p;
+    s->mat = (void **)(p + (size_t)n * sizeof(void *));
+    s->acc = (racc *)(p + (size_t)n * 2 * sizeof(void *));
+    s->offs = (int64_t *)(p + tables);
+    char *slots = p + tables + (size_t)blk * 8;
     for (uint32_t i = 0; i < n; i++) {
         const rnode *nd = &k->nodes[i];
-        s->slot[i] = s->slots + (size_t)i * (size_t)blk * 8;
+        s->slot[i] = slots + (size_t)i * (size_t)blk * 8;
         if (!nd->mat)
             continue;
         dom d;
@@ -1541,7 +1550,11 @@ static kiln_status ref_launch(void *state, void *handle, kiln_launch *L,
         return st;
     int64_t blk = max_numel < BLK ? (max_numel > 0 ? max_numel : 1) : BLK;
     lscratch s;
-    st = alloc_scratch(k, L, blk, &s, err, cap);
+    union {
+        max_align_t align;
+        char bytes[STACK_SCRATCH];
+    } stack;
+    st = alloc_scratch(k, L, blk, &s, stack.bytes, err, cap);
     for (uint32_t i = 0; i < k->n_nodes && st == KILN_OK; i++) {
         const rnode *nd = &k->nodes[i];
         if (nd->ir.op == KILN_OP_MATMUL)

@@ -1101,6 +1101,316 @@ START_TEST(cast_widening_exact)
 }
 END_TEST
 
+/* An independent encoder: round the exact value v (any f64 or i64 is
+** exact in long double) to a binary format by scaling it so one ulp is 1
+** and calling rintl (round half to even).  It shares no code or method
+** with numeric.c's bit-level rounding. */
+static uint64_t enc_ref(long double v, int mant, int ebits)
+{
+    int bias = (1 << (ebits - 1)) - 1;
+    uint64_t sign = signbit(v) ? 1ull << (mant + ebits) : 0;
+    uint64_t inf = ((1ull << ebits) - 1) << mant;
+    long double a = fabsl(v);
+    if (isnan(v))
+        return inf | (1ull << (mant - 1));
+    if (isinf(v))
+        return sign | inf;
+    if (a == 0)
+        return sign;
+    int e = ilogbl(a);
+    int q = (e > 1 - bias ? e : 1 - bias) - mant;
+    long double m = rintl(ldexpl(a, -q));
+    if (m >= ldexpl(1.0L, mant + 1)) {
+        m /= 2;
+        q++;
+    }
+    if (m < ldexpl(1.0L, mant))
+        return sign | (uint64_t)m; /* subnormal (or zero) */
+    if (q + mant + bias >= (1 << ebits) - 1)
+        return sign | inf;
+    return sign | ((uint64_t)(q + mant + bias) << mant) |
+           ((uint64_t)m - (1ull << mant));
+}
+
+static uint64_t rng_next(uint64_t *st)
+{
+    uint64_t z = (*st += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Cast n contiguous elements through one segment launch. */
+static void cast_n(int from, const void *src, int to, void *dst, int64_t n)
+{
+    tseg s;
+    tseg_init(&s, KILN_SEGK_POINTWISE);
+    int32_t x = t_in(&s, from);
+    t_out(&s, t_op1(&s, KILN_OP_CAST, to, x));
+    int64_t dom[1] = {n};
+    kiln_ir_tensor ins[1] = {tv((void *)src, from, 1, dom, NULL)};
+    kiln_ir_tensor outs[1] = {tv(dst, to, 1, dom, NULL)};
+    ck_assert_msg(run(&s, 1, dom, ins, outs) == KILN_OK, "%s", g_err);
+}
+
+static int bits_eq_or_nan(uint64_t got, uint64_t want, int mant, int ebits)
+{
+    uint64_t inf = ((1ull << ebits) - 1) << mant;
+    uint64_t mag = (1ull << (mant + ebits)) - 1;
+    if ((want & mag) > inf)
+        return (got & mag) > inf;
+    return got == want;
+}
+
+START_TEST(cast_sweep_vs_independent_encoder)
+{
+    enum { N = 4000 };
+    static double d[N];
+    static int64_t l[N];
+    static float f[N];
+    static uint16_t h[N];
+    static float f32o[N];
+    static double f64o[N];
+    uint64_t st = 12345;
+    for (int i = 0; i < N; i++) {
+        uint64_t r = rng_next(&st);
+        int kind = i % 4;
+        if (kind == 0) { /* anywhere in the f16/bf16 ranges incl. subnormals */
+            int e = (int)(rng_next(&st) % 300) - 150;
+            d[i] = ldexp(1.0 + (double)(r >> 12) * 0x1p-52, e);
+        } else if (kind == 1) { /* near f16 ties: k/2 ulps +- tiny */
+            int e = (int)(rng_next(&st) % 40) - 26;
+            double k = (double)(r % 4096) + 0.5;
+            double tiny = ((r >> 20) % 3 == 0) ? 0 : ((r >> 20) % 3 == 1 ? 0x1p-30 : -0x1p-30);
+            d[i] = ldexp(k + tiny, e);
+        } else if (kind == 2) { /* near bf16 ties */
+            int e = (int)(rng_next(&st) % 280) - 140;
+            double k = (double)(r % 512) + 0.5;
+            double tiny = ((r >> 20) % 3 == 0) ? 0 : ((r >> 20) % 3 == 1 ? 0x1p-40 : -0x1p-40);
+            d[i] = ldexp(k + tiny, e);
+        } else { /* random bit patterns, any class */
+            memcpy(&d[i], &r, 8);
+        }
+        if (r & (1ull << 63))
+            d[i] = -d[i];
+        int bits = (int)(rng_next(&st) % 64);
+        l[i] = (int64_t)(rng_next(&st) >> (63 - bits));
+        if (r & 1)
+            l[i] = -l[i];
+        uint32_t fb = (uint32_t)(rng_next(&st) >> 32);
+        f[i] = bitsf(fb);
+    }
+    l[0] = INT64_MIN;
+    l[1] = INT64_MAX;
+    static const struct {
+        int to, mant, ebits;
+    } tg[] = {{KILN_F16, 10, 5}, {KILN_BF16, 7, 8}};
+    for (size_t t = 0; t < 2; t++) {
+        cast_n(KILN_F64, d, tg[t].to, h, N);
+        for (int i = 0; i < N; i++) {
+            uint64_t w = enc_ref((long double)d[i], tg[t].mant, tg[t].ebits);
+            ck_assert_msg(bits_eq_or_nan(h[i], w, tg[t].mant, tg[t].ebits),
+                          "f64 %a -> %s: 0x%04x, want 0x%04llx", d[i],
+                          kiln_dtype_name((kiln_dtype)tg[t].to), h[i],
+                          (unsigned long long)w);
+        }
+        cast_n(KILN_I64, l, tg[t].to, h, N);
+        for (int i = 0; i < N; i++) {
+            uint64_t w = enc_ref((long double)l[i], tg[t].mant, tg[t].ebits);
+            ck_assert_msg(h[i] == w, "i64 %lld -> %s: 0x%04x, want 0x%04llx",
+                          (long long)l[i], kiln_dtype_name((kiln_dtype)tg[t].to),
+                          h[i], (unsigned long long)w);
+        }
+        cast_n(KILN_F32, f, tg[t].to, h, N);
+        for (int i = 0; i < N; i++) {
+            uint64_t w = enc_ref((long double)f[i], tg[t].mant, tg[t].ebits);
+            ck_assert_msg(bits_eq_or_nan(h[i], w, tg[t].mant, tg[t].ebits),
+                          "f32 0x%08x -> %s: 0x%04x", fbits(f[i]),
+                          kiln_dtype_name((kiln_dtype)tg[t].to), h[i]);
+        }
+    }
+    cast_n(KILN_F64, d, KILN_F32, f32o, N);
+    for (int i = 0; i < N; i++)
+        ck_assert(bits_eq_or_nan(fbits(f32o[i]), enc_ref((long double)d[i], 23, 8), 23, 8));
+    cast_n(KILN_I64, l, KILN_F32, f32o, N);
+    for (int i = 0; i < N; i++)
+        ck_assert_uint_eq(fbits(f32o[i]), enc_ref((long double)l[i], 23, 8));
+    cast_n(KILN_I64, l, KILN_F64, f64o, N);
+    for (int i = 0; i < N; i++)
+        ck_assert_uint_eq(dbits(f64o[i]), enc_ref((long double)l[i], 52, 11));
+    /* float -> int: truncl + clamp in long double */
+    static int32_t i32o[N];
+    static int64_t i64o[N];
+    cast_n(KILN_F64, d, KILN_I32, i32o, N);
+    cast_n(KILN_F64, d, KILN_I64, i64o, N);
+    for (int i = 0; i < N; i++) {
+        long double x = d[i];
+        int64_t w32, w64;
+        if (isnan(x)) {
+            w32 = w64 = 0;
+        } else {
+            long double tr = truncl(x);
+            w32 = tr > 2147483647.0L ? INT32_MAX : tr < -2147483648.0L ? INT32_MIN : (int64_t)tr;
+            w64 = tr >= 9223372036854775808.0L ? INT64_MAX
+                  : tr <= -9223372036854775808.0L ? INT64_MIN : (int64_t)tr;
+        }
+        ck_assert_msg(i32o[i] == w32, "%a -> i32 %d", d[i], i32o[i]);
+        ck_assert_msg(i64o[i] == w64, "%a -> i64 %lld", d[i], (long long)i64o[i]);
+    }
+    /* f16 / bf16 -> f32 round trip of every pattern: widening is exact,
+    ** so narrowing the result again gives the pattern back (NaN: a NaN) */
+    static uint16_t all[65536], back[65536];
+    static float wide[65536];
+    for (int i = 0; i < 65536; i++)
+        all[i] = (uint16_t)i;
+    for (size_t t = 0; t < 2; t++) {
+        cast_n(tg[t].to, all, KILN_F32, wide, 65536);
+        cast_n(KILN_F32, wide, tg[t].to, back, 65536);
+        for (int i = 0; i < 65536; i++) {
+            ck_assert(bits_eq_or_nan(back[i], all[i], tg[t].mant, tg[t].ebits));
+            /* and the widened value is the encoder's preimage */
+            if (!isnan(wide[i]))
+                ck_assert_uint_eq(enc_ref((long double)wide[i], tg[t].mant, tg[t].ebits), all[i]);
+        }
+    }
+}
+END_TEST
+
+START_TEST(cast_matrix_all_pairs)
+{
+    /* Every (from, to) pair on values whose result is known exactly:
+    ** 0, 1, -2, 3 (representable in every dtype), and bool's 0/1. */
+    static const int dts[] = {KILN_BOOL, KILN_I32, KILN_I64, KILN_F16,
+                              KILN_BF16, KILN_F32, KILN_F64};
+    /* bit patterns of 0, 1, -2, 3 per dtype (bool: 0, 1, 1, 1) */
+    static const uint64_t pat[7][4] = {
+        {0, 1, 1, 1},
+        {0, 1, 0xfffffffe, 3},
+        {0, 1, 0xfffffffffffffffeull, 3},
+        {0x0000, 0x3c00, 0xc000, 0x4200},
+        {0x0000, 0x3f80, 0xc000, 0x4040},
+        {0x00000000, 0x3f800000, 0xc0000000, 0x40400000},
+        {0, 0x3ff0000000000000ull, 0xc000000000000000ull, 0x4008000000000000ull},
+    };
+    for (int a = 0; a < 7; a++)
+        for (int b = 0; b < 7; b++) {
+            size_t ea = kiln_dtype_size((kiln_dtype)dts[a]);
+            size_t eb = kiln_dtype_size((kiln_dtype)dts[b]);
+            unsigned char src[32], dst[32];
+            memset(dst, 0xaa, sizeof dst);
+            for (int i = 0; i < 4; i++)
+                memcpy(src + i * ea, &pat[a][i], ea); /* little endian */
+            cast_n(dts[a], src, dts[b], dst, 4);
+            for (int i = 0; i < 4; i++) {
+                uint64_t got = 0;
+                memcpy(&got, dst + i * eb, eb);
+                /* from bool the values are 0,1,1,1 */
+                int vi = a == 0 ? (i > 0) : i;
+                uint64_t want = pat[b][vi];
+                if (b == 0)
+                    want = vi != 0;
+                ck_assert_msg(got == want, "%s -> %s [%d]: 0x%llx want 0x%llx",
+                              kiln_dtype_name((kiln_dtype)dts[a]),
+                              kiln_dtype_name((kiln_dtype)dts[b]), i,
+                              (unsigned long long)got, (unsigned long long)want);
+            }
+        }
+}
+END_TEST
+
+START_TEST(remaining_op_dtype_pairs)
+{
+    /* f32 pow vs long double powl (within 1 ulp), and exact anchors */
+    float pa[6] = {2.0f, 9.0f, -8.0f, 0.5f, 1.5f, 10.0f};
+    float pb[6] = {10.0f, 0.5f, 3.0f, -2.0f, 7.25f, -3.0f};
+    float po[6];
+    tseg s;
+    tseg_init(&s, KILN_SEGK_POINTWISE);
+    int32_t x = t_in(&s, KILN_F32), y = t_in(&s, KILN_F32);
+    t_out(&s, t_op2(&s, KILN_OP_POW, KILN_F32, x, y));
+    int64_t d6[1] = {6};
+    kiln_ir_tensor ins[2] = {tv(pa, KILN_F32, 1, d6, NULL), tv(pb, KILN_F32, 1, d6, NULL)};
+    kiln_ir_tensor outs[1] = {tv(po, KILN_F32, 1, d6, NULL)};
+    ck_assert_int_eq(run(&s, 1, d6, ins, outs), KILN_OK);
+    ck_assert(po[0] == 1024.0f && po[1] == 3.0f && po[2] == -512.0f && po[3] == 4.0f);
+    for (int i = 0; i < 6; i++)
+        ck_assert(ulp32(po[i], (float)powl(pa[i], pb[i])) <= 1);
+    /* i64 sub / max / min; i32 comparisons */
+    int64_t la[3] = {INT64_MIN, 7, -7}, lb[3] = {1, 9, -9}, lo[3];
+    static const int ops[] = {KILN_OP_SUB, KILN_OP_MAXIMUM, KILN_OP_MINIMUM};
+    static const int64_t want[3][3] = {{INT64_MAX, -2, 2}, {1, 9, -7}, {INT64_MIN, 7, -9}};
+    for (int o = 0; o < 3; o++) {
+        tseg t;
+        tseg_init(&t, KILN_SEGK_POINTWISE);
+        x = t_in(&t, KILN_I64);
+        y = t_in(&t, KILN_I64);
+        t_out(&t, t_op2(&t, ops[o], KILN_I64, x, y));
+        int64_t d3[1] = {3};
+        kiln_ir_tensor li[2] = {tv(la, KILN_I64, 1, d3, NULL), tv(lb, KILN_I64, 1, d3, NULL)};
+        kiln_ir_tensor lout[1] = {tv(lo, KILN_I64, 1, d3, NULL)};
+        ck_assert_int_eq(run(&t, 1, d3, li, lout), KILN_OK);
+        for (int i = 0; i < 3; i++)
+            ck_assert_int_eq(lo[i], want[o][i]);
+    }
+    int32_t ia[3] = {INT32_MIN, 4, 5}, ib[3] = {INT32_MAX, 4, -5};
+    static const int cops[] = {KILN_OP_EQ, KILN_OP_NE, KILN_OP_LT,
+                               KILN_OP_LE, KILN_OP_GT, KILN_OP_GE};
+    static const uint8_t cw[6][3] = {{0, 1, 0}, {1, 0, 1}, {1, 0, 0},
+                                     {1, 1, 0}, {0, 0, 1}, {0, 1, 1}};
+    for (int o = 0; o < 6; o++) {
+        tseg t;
+        tseg_init(&t, KILN_SEGK_POINTWISE);
+        x = t_in(&t, KILN_I32);
+        y = t_in(&t, KILN_I32);
+        t_out(&t, t_op2(&t, cops[o], KILN_BOOL, x, y));
+        uint8_t r[3];
+        int64_t d3[1] = {3};
+        kiln_ir_tensor ci[2] = {tv(ia, KILN_I32, 1, d3, NULL), tv(ib, KILN_I32, 1, d3, NULL)};
+        kiln_ir_tensor co[1] = {tv(r, KILN_BOOL, 1, d3, NULL)};
+        ck_assert_int_eq(run(&t, 1, d3, ci, co), KILN_OK);
+        for (int i = 0; i < 3; i++)
+            ck_assert_int_eq(r[i], cw[o][i]);
+    }
+    /* f64 sum / min reductions and f32 min over several axes */
+    double dd[6] = {1.5, -2.0, NAN, 4.0, 0.25, -0.0};
+    for (int k = 0; k < 2; k++) {
+        tseg t;
+        tseg_init(&t, KILN_SEGK_REDUCTION);
+        x = t_in(&t, KILN_F64);
+        t_out(&t, t_red(&t, k ? KILN_OP_RMIN : KILN_OP_SUM, KILN_F64, x, 1));
+        double r[3];
+        int64_t dm[2] = {2, 3}, om[2] = {1, 3};
+        kiln_ir_tensor di[1] = {tv(dd, KILN_F64, 2, dm, NULL)};
+        kiln_ir_tensor dout[1] = {tv(r, KILN_F64, 2, om, NULL)};
+        ck_assert_int_eq(run(&t, 2, dm, di, dout), KILN_OK);
+        if (k == 0) {
+            ck_assert(r[0] == 5.5 && r[1] == -1.75 && isnan(r[2]));
+        } else {
+            ck_assert(r[0] == 1.5 && r[1] == -2.0 && isnan(r[2]));
+        }
+    }
+    float ff[2][2][3];
+    for (int i = 0; i < 12; i++)
+        ((float *)ff)[i] = (float)(i * 7 % 12) - 5.0f;
+    tseg t;
+    tseg_init(&t, KILN_SEGK_REDUCTION);
+    x = t_in(&t, KILN_F32);
+    t_out(&t, t_red(&t, KILN_OP_RMIN, KILN_F32, x, 0x5));
+    float r[2];
+    int64_t dm[3] = {2, 2, 3}, om[3] = {1, 2, 1};
+    kiln_ir_tensor fi[1] = {tv(ff, KILN_F32, 3, dm, NULL)};
+    kiln_ir_tensor fo[1] = {tv(r, KILN_F32, 3, om, NULL)};
+    ck_assert_int_eq(run(&t, 3, dm, fi, fo), KILN_OK);
+    for (int j = 0; j < 2; j++) {
+        float m = INFINITY;
+        for (int i = 0; i < 2; i++)
+            for (int k = 0; k < 3; k++)
+                m = ff[i][j][k] < m ? ff[i][j][k] : m;
+        ck_assert(r[j] == m);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------- views, shapes */
 
 START_TEST(strided_and_broadcast_views)
@@ -1968,14 +2278,18 @@ Suite *ref_suite(void)
     tcase_add_test(tc, f64_unary_ops);
     tcase_add_test(tc, int_ops_wrap);
     tcase_add_test(tc, compare_logic_where);
+    tcase_add_test(tc, remaining_op_dtype_pairs);
     suite_add_tcase(s, tc);
     TCase *tcc = tcase_create("casts");
+    tcase_set_timeout(tcc, 60);
     tcase_add_test(tcc, cast_to_half_ties_even);
     tcase_add_test(tcc, cast_no_double_rounding);
     tcase_add_test(tcc, cast_int_to_float);
     tcase_add_test(tcc, cast_float_to_int_saturate);
     tcase_add_test(tcc, cast_widening_exact);
     tcase_add_test(tcc, numeric_ulp_and_ftz);
+    tcase_add_test(tcc, cast_sweep_vs_independent_encoder);
+    tcase_add_test(tcc, cast_matrix_all_pairs);
     suite_add_tcase(s, tcc);
     TCase *tv_ = tcase_create("views");
     tcase_add_test(tv_, strided_and_broadcast_views);
