@@ -728,6 +728,29 @@ def gen_reduce(B, rng):
                 B.add("reduction %s" % op, "%s %s %r axes=%r" % (
                     op, dt, sh, axes), ["Reduction", "Large"], g, t_in,
                     check=chk, period=53)
+            # adversarial for sequential accumulation in the input type:
+            # a large value first, then ones that each round away
+            if op == "sum" and dt in FLOAT:
+                big = 2.0 ** (24 if dt == "f32" else 53)
+                for sh, axes in (([3, 1000], [1]), ([500, 2], [0]),
+                                 ([4099], [0]), ([2, 64], [1])):
+                    if len(sh) == 1 or axes == [1]:
+                        row = sh[-1]
+                        vals = [big if i % row == 0 else 1.0
+                                for i in range(sh[0] * (sh[1] if len(sh) > 1
+                                                        else 1))]
+                    else:
+                        vals = [big if i < sh[1] else 1.0
+                                for i in range(sh[0] * sh[1])]
+                    g = kf.Graph()
+                    x = g.input(dt, "?" * len(sh))
+                    g.output(g.reduce("sum", x, axes))
+                    B.add("reduction sum", "sum %s of [2^%d, 1, 1, ...] %r "
+                          "axes=%r: sequential accumulation in %s exceeds "
+                          "the bound" % (dt, 24 if dt == "f32" else 53, sh,
+                                         axes, dt),
+                          ["Reduction", "Special"], g, [(dt, sh, vals)],
+                          check=sum_check(dt, groups_of(sh, vals, axes)))
             # zero-size
             g = kf.Graph()
             x = g.input(dt, "??")
