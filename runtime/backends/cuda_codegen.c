@@ -1279,6 +1279,7 @@ static void emit_reduction(gen *g, const char *acc)
           "        const ix j1 = (J - j0 < chunk) ? J : j0 + chunk;\n");
         if (vec > 0) {
             P("        if (a.mode & 1ull) {\n"
+              "#pragma unroll 4\n"
               "            for (ix j = j0 + (ix)lane * %d; j < j1; j += (ix)tpr * %d) {\n", vec, vec);
             for (uint32_t k = 0; k < s->n_inputs; k++)
                 if (pre >> k & 1u)
@@ -1289,7 +1290,7 @@ static void emit_reduction(gen *g, const char *acc)
             pre_call(g, 1);
             P(");\n            }\n        } else\n");
         }
-        P("        for (ix j = j0 + (ix)lane; j < j1; j += (ix)tpr) {\n");
+        P("#pragma unroll 4\n        for (ix j = j0 + (ix)lane; j < j1; j += (ix)tpr) {\n");
         emit_joffsets(g, pre, red, "            ");
         P("            acc.add(");
         pre_call(g, 0);
@@ -1327,6 +1328,7 @@ static void emit_reduction(gen *g, const char *acc)
           "        const ix j1 = (J - j0 < chunk) ? J : j0 + chunk;\n");
         if (vec > 0) {
             P("        if (cv > 1) {\n"
+              "#pragma unroll 4\n"
               "            for (ix j = j0 + ty; j < j1; j += 8u) {\n");
             emit_joffsets(g, pre, red, "                ");
             for (uint32_t k = 0; k < s->n_inputs; k++)
@@ -1338,7 +1340,7 @@ static void emit_reduction(gen *g, const char *acc)
             pre_call(g, 1);
             P(");\n            }\n        } else\n");
         }
-        P("        for (ix j = j0 + ty; j < j1; j += 8u) {\n");
+        P("#pragma unroll 4\n        for (ix j = j0 + ty; j < j1; j += 8u) {\n");
         emit_joffsets(g, pre, red, "            ");
         P("            acc[0].add(");
         pre_call(g, 0);
