@@ -84,23 +84,19 @@ START_TEST(plan_level_changes_the_plan)
     kiln_context *ctx = tu_ctx();
     kiln_fusion *f = tu_fusion(AXB);
     run_result base = run(ctx, f, 2, 3, NULL, NULL);
-    static const char *const plan_en[] = {"fuse_matmul", NULL};
-    static const char *const plan_dis[] = {"kernel_reuse", "matmul_expr_eval",
-                                           "fallback", NULL};
-    for (int i = 0; plan_en[i] || plan_dis[i]; i++) {
-        for (int side = 0; side < 2; side++) {
-            const char *it = side ? plan_dis[i] : plan_en[i];
-            if (it == NULL)
-                continue;
-            run_result r = run(ctx, f, 2, 3, side ? NULL : it, side ? it : NULL);
-            ck_assert_msg(r.plan_hit == 0, "%s: plan hit", it);
-            ck_assert_msg(r.plan_id != base.plan_id, "%s: same plan id", it);
-            /* the same segment IR and kernel options: the kernel is shared */
-            ck_assert_msg(r.kernel_hit == 1, "%s: kernel miss", it);
-            ck_assert_uint_eq(r.kernel_id, base.kernel_id);
-            r = run(ctx, f, 2, 3, side ? NULL : it, side ? it : NULL);
-            ck_assert_int_eq(r.plan_hit, 1);
-        }
+    static const struct { const char *en, *dis; } items[] = {
+        {"fuse_matmul", NULL}, {NULL, "kernel_reuse"},
+        {NULL, "matmul_expr_eval"}, {NULL, "fallback"}};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+        const char *it = items[i].en ? items[i].en : items[i].dis;
+        run_result r = run(ctx, f, 2, 3, items[i].en, items[i].dis);
+        ck_assert_msg(r.plan_hit == 0, "%s: plan hit", it);
+        ck_assert_msg(r.plan_id != base.plan_id, "%s: same plan id", it);
+        /* the same segment IR and kernel options: the kernel is shared */
+        ck_assert_msg(r.kernel_hit == 1, "%s: kernel miss", it);
+        ck_assert_uint_eq(r.kernel_id, base.kernel_id);
+        r = run(ctx, f, 2, 3, items[i].en, items[i].dis);
+        ck_assert_int_eq(r.plan_hit, 1);
     }
     kiln_fusion_destroy(f);
     kiln_context_destroy(ctx);
