@@ -271,13 +271,16 @@ typedef struct call {
     int64_t shapes_small[SMALL_NODES][KILN_MAX_RANK];
 } call;
 
-/* The buffer of node v and its strides (input tensor, output, or
-** intermediate). */
-static void buffer_of(const call *c, int32_t v, void **data, int64_t *st)
+/* The buffer of node v and its strides: for reading, an input node reads
+** its input tensor; for writing (is_out), a fusion output writes its output
+** tensor (even when it is an input or a constant: a copy); otherwise the
+** intermediate. */
+static void buffer_of(const call *c, int32_t v, int is_out, void **data,
+                      int64_t *st)
 {
     const kiln__plan *p = c->plan;
     const kiln_ir_node *n = &p->f_nodes[v];
-    if (n->op == KILN_OP_INPUT) {
+    if (n->op == KILN_OP_INPUT && !is_out) {
         const kiln_tensor *t = c->inputs[n->io];
         *data = t->data;
         memcpy(st, t->strides, sizeof t->strides);
@@ -306,12 +309,12 @@ static void part_sizes(const call *c, const kiln__pseg *s, uint8_t part,
 }
 
 static void make_view(const call *c, const kiln__pseg *s, int32_t v,
-                      uint8_t part, int32_t own, const int8_t *map,
-                      kiln_ir_tensor *t)
+                      int is_out, uint8_t part, int32_t own,
+                      const int8_t *map, kiln_ir_tensor *t)
 {
     int64_t st[KILN_MAX_RANK];
     void *data;
-    buffer_of(c, v, &data, st);
+    buffer_of(c, v, is_out, &data, st);
     memset(t, 0, sizeof *t);
     t->data = data;
     t->dtype = c->plan->f_nodes[v].dtype;
@@ -1010,11 +1013,11 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
         }
         for (uint32_t q = 0; q < s->n_leaves; q++) {
             const kiln__leaf *l = &s->leaves[q];
-            make_view(&c, s, l->node, l->part, l->own, l->map, &in[q]);
+            make_view(&c, s, l->node, 0, l->part, l->own, l->map, &in[q]);
         }
         for (uint32_t q = 0; q < s->n_outs; q++) {
             const kiln__sout *o = &s->outs[q];
-            make_view(&c, s, o->node, o->part, -1, o->map, &out[q]);
+            make_view(&c, s, o->node, 1, o->part, -1, o->map, &out[q]);
         }
         kiln_launch L;
         memset(&L, 0, sizeof L);

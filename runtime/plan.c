@@ -97,7 +97,8 @@ static int32_t cone_max_owner(planner *P, int32_t v, int32_t seg)
     while (sp > 0) {
         int32_t x = P->stack[--sp];
         const kiln_ir_node *n = &P->f->nodes[x];
-        if (x != v && P->owner[x] >= 0 && P->owner[x] != seg) {
+        if (x != v && n->op != KILN_OP_CONST && P->owner[x] >= 0 &&
+            P->owner[x] != seg) {
             if (P->owner[x] > best)
                 best = P->owner[x];
             continue;
@@ -350,13 +351,14 @@ static int32_t emit(emitter *E, int32_t v, uint8_t part, const int8_t *map)
     const kiln_ir_node *fn = &f->nodes[v];
     if (E->failed)
         return -1;
-    if (fn->op == KILN_OP_INPUT || (P->owner[v] >= 0 && P->owner[v] != E->seg))
+    if (fn->op == KILN_OP_INPUT ||
+        (fn->op != KILN_OP_CONST && P->owner[v] >= 0 && P->owner[v] != E->seg))
         return emit_leaf(E, v, part, map, v);
     int32_t m = memo_find(E, v, part, map, 0);
     if (m >= 0)
         return m;
     int r = part_rank(E, part);
-    if (fn->op == KILN_OP_CONST) {
+    if (fn->op == KILN_OP_CONST) { /* always inline, even if an output */
         kiln_ir_node n = blank(KILN_OP_CONST, fn->dtype, r);
         n.bcast = (1u << r) - 1u;
         n.bits = fn->bits;

@@ -58,6 +58,41 @@ START_TEST(pointwise_broadcast_views)
 }
 END_TEST
 
+/* Outputs that are an input, a constant or a broadcast view are copies;
+** the input is never written. */
+START_TEST(outputs_that_are_inputs_or_constants)
+{
+    kiln_context *ctx = tu_ctx();
+    kiln_fusion *f = tu_fusion("kiln.fusion 1\n%x = input f32 [?]\n"
+                               "%c = const f32 0x40400000\n"
+                               "%b = broadcast %x rank=2 new=[0]\n"
+                               "%y = mul %x %c\n"
+                               "output %x\noutput %c\noutput %b\noutput %y\n");
+    float x[3] = {1, 2, 3};
+    int64_t s3[1] = {3};
+    kiln_tensor *in[1] = {tu_tensor(KILN_F32, 1, s3, NULL, x)};
+    kiln_tensor *out[4] = {NULL, NULL, NULL, NULL};
+    ck_assert_int_eq(kiln_execute(ctx, f, in, 1, out, 4, NULL, NULL), KILN_OK);
+    const float *o0 = kiln_tensor_data(out[0]), *o1 = kiln_tensor_data(out[1]);
+    const float *o2 = kiln_tensor_data(out[2]), *o3 = kiln_tensor_data(out[3]);
+    ck_assert_int_eq(kiln_tensor_rank(out[1]), 0);
+    ck_assert_float_eq(o1[0], 3.0f);
+    ck_assert_int_eq(kiln_tensor_rank(out[2]), 2);
+    ck_assert_int_eq(kiln_tensor_sizes(out[2])[0], 1);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_float_eq(x[i], (float)(i + 1)); /* input untouched */
+        ck_assert_float_eq(o0[i], x[i]);
+        ck_assert_float_eq(o2[i], x[i]);
+        ck_assert_float_eq(o3[i], 3.0f * x[i]);
+    }
+    for (int j = 0; j < 4; j++)
+        kiln_tensor_destroy(out[j]);
+    kiln_tensor_destroy(in[0]);
+    kiln_fusion_destroy(f);
+    kiln_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(strided_and_stride0_inputs)
 {
     kiln_context *ctx = tu_ctx();
@@ -619,6 +654,7 @@ Suite *execute_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, pointwise_broadcast_views);
+    tcase_add_test(tc, outputs_that_are_inputs_or_constants);
     tcase_add_test(tc, strided_and_stride0_inputs);
     tcase_add_test(tc, reductions);
     tcase_add_test(tc, softmax_segments);
