@@ -12,6 +12,7 @@ documents the format.
 """
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -56,6 +57,30 @@ def write(files, outdir):
             f.write(text)
 
 
+def check_doc_counts(files):
+    """The category table of docs/conformance.md must state the generated
+    test counts (rows: | category | `FILE` | COUNT | ...)."""
+    doc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                       "docs", "conformance.md")
+    if not os.path.exists(doc):
+        return []
+    stated = {}
+    with open(doc, encoding="utf-8") as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) >= 3 and cells[1].startswith("`") and \
+                    cells[1].endswith(".json`") and cells[2].isdigit():
+                stated[cells[1].strip("`")] = int(cells[2])
+    problems = []
+    for fn, text in sorted(files.items()):
+        n = json.loads(text)["numberOfTests"]
+        if stated.get(fn) != n:
+            problems.append("docs/conformance.md: the category table says "
+                            "%s has %s tests, the generator writes %d"
+                            % (fn, stated.get(fn), n))
+    return problems
+
+
 def check(outdir):
     tmp = tempfile.mkdtemp(prefix="kiln-testgen-")
     try:
@@ -80,6 +105,7 @@ def check(outdir):
         for fn in sorted(have & set(files)):
             for msg in validate_schema.validate_file(os.path.join(outdir, fn)):
                 problems.append(msg)
+        problems += check_doc_counts(files)
         if problems:
             for p in problems:
                 print("testgen-check: " + p, file=sys.stderr)
