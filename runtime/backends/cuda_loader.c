@@ -9,7 +9,10 @@
 ** directories (/usr/local/cuda/lib64, the versioned /usr/local/cuda-N/lib64, ...) and the
 ** system library directories, else the plain sonames through the dynamic
 ** loader's own search.  Every candidate that fails to open or lacks a symbol
-** is reported in the error text.
+** is reported in the error text.  Libraries are opened RTLD_NODELETE:
+** dlclose() drops the reference but never unmaps them, so state they keep
+** internally (NVRTC caches) stays valid and reachable, and a later load is
+** cheap.
 */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -123,7 +126,7 @@ static void *open_lib(const char *name, const char *env, const char *const *sona
     const char *over = getenv(env);
     why[0] = '\0';
     if (over != NULL && over[0] != '\0') {
-        void *h = dlopen(over, RTLD_NOW | RTLD_LOCAL);
+        void *h = dlopen(over, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
         if (h == NULL) {
             const char *e = dlerror();
             fmt(why, why_cap, "%s=%s: %s", env, over, e ? e : "dlopen failed");
@@ -136,7 +139,7 @@ static void *open_lib(const char *name, const char *env, const char *const *sona
     find_newest(name, best, sizeof best);
     size_t used = 0;
     if (best[0] != '\0') {
-        void *h = dlopen(best, RTLD_NOW | RTLD_LOCAL);
+        void *h = dlopen(best, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
         if (h != NULL) {
             fmt(opened, opened_cap, "%s", best);
             return h;
@@ -145,7 +148,7 @@ static void *open_lib(const char *name, const char *env, const char *const *sona
         used += (size_t)snprintf(why, why_cap, "%s: %s; ", best, e ? e : "?");
     }
     for (int i = 0; sonames[i] != NULL; i++) {
-        void *h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
+        void *h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
         if (h != NULL) {
             fmt(opened, opened_cap, "%s", sonames[i]);
             return h;
@@ -177,7 +180,7 @@ kiln_status kiln__cuda_load(kiln_cuda_api *api, unsigned what, char *err,
     if (what & KILN_CUDA_LOAD_DRIVER) {
         const char *over = getenv("KILN_LIBCUDA_PATH");
         const char *path = (over && over[0]) ? over : "libcuda.so.1";
-        a.h_cuda = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        a.h_cuda = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
         if (a.h_cuda == NULL) {
             const char *e = dlerror();
             fmt(err, cap, "no driver (%s)", e ? e : path);
