@@ -1166,6 +1166,32 @@ static void run_differential(const cf_target *tg, const cf_test *t,
         }
         in.n = i + 1;
     }
+    /* "inputsFirst" (optional) lets the runner prove its generator agrees
+    ** with the one that wrote the vector. */
+    const json_t *first = json_object_get(t->json, "inputsFirst");
+    for (size_t i = 0; json_is_array(first) && i < in.n; i++) {
+        const json_t *row = json_array_get(first, i);
+        for (size_t k = 0; k < json_array_size(row) && k < in.host[i].numel; k++) {
+            uint64_t want;
+            const json_t *h = json_array_get(row, k);
+            if (!json_is_string(h) ||
+                cf_hex_parse(json_string_value(h), in.host[i].dtype, &want,
+                             err, sizeof err)) {
+                failf(o, "vector: inputsFirst[%zu][%zu]: %s", i, k,
+                      json_is_string(h) ? err : "must be a hex string");
+                goto done;
+            }
+            uint64_t got = cf_load_bits(in.host[i].dtype, in.host[i].data, k);
+            if (got != want) {
+                failf(o, "input generation disagrees with the vector: "
+                      "inputs[%zu][%zu] is 0x%llx, inputsFirst says 0x%llx "
+                      "(seed %lld)", i, k, (unsigned long long)got,
+                      (unsigned long long)want,
+                      (long long)json_integer_value(seed));
+                goto done;
+            }
+        }
+    }
     kiln_status st = make_context(tg, NULL, NULL, NULL, 1, &bt);
     if (st == KILN_OK) {
         cf_target rt = {"ref", 0, tg->dump_stream};
