@@ -13,6 +13,7 @@
 */
 #include <check.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -844,6 +845,302 @@ START_TEST(nvrtc_backend_compiles_and_runs_on_ref)
 }
 END_TEST
 
+/* ------------------------------------------------------- on a GPU */
+
+/* Differential test of generated kernels on the GPU against ref, segment
+** by segment (no planner involved).  Runs only where the cuda backend
+** opens (the H200 machine); elsewhere it prints why and passes. */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* f16 bits of a float that is 0 or a normal f16 value (truncating). */
+static uint16_t half_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    if ((u & 0x7fffffffu) == 0)
+        return sign;
+    int e = (int)((u >> 23) & 0xff) - 127 + 15;
+    return (uint16_t)(sign | (uint16_t)(e << 10) | (uint16_t)((u >> 13) & 0x3ffu));
+}
+
+/* Fill n elements of dtype dt: small exact values (multiples of 1/64); with
+** `special`, also random bit patterns (NaN, inf, denormals, huge) and, for
+** f16/bf16, random bits throughout. */
+static void fill(void *p, int dt, int64_t n, uint64_t seed, int special_ok)
+{
+    uint64_t s = seed;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t r = rng_next(&s);
+        double v = (double)((int64_t)(r % 2001) - 1000) / 64.0;
+        int special = special_ok && (r >> 40) % 97 == 0;
+        switch (dt) {
+        case KILN_BOOL: ((uint8_t *)p)[i] = (uint8_t)(r & 1); break;
+        case KILN_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(r >> 7); break;
+        case KILN_I64: ((int64_t *)p)[i] = (int64_t)(r >> 3) - (int64_t)(r & 0xffff); break;
+        case KILN_F16: case KILN_BF16:
+            if (special_ok) {
+                ((uint16_t *)p)[i] = (uint16_t)(r >> 11);
+            } else {
+                float f = (float)v;
+                uint32_t u;
+                memcpy(&u, &f, 4);
+                ((uint16_t *)p)[i] = dt == KILN_BF16 ? (uint16_t)(u >> 16) : half_bits(f);
+            }
+            break;
+        case KILN_F32: {
+            float f = (float)v;
+            if (special) { uint32_t u = (uint32_t)(r >> 17); memcpy(&f, &u, 4); }
+            ((float *)p)[i] = f;
+            break;
+        }
+        default: {
+            double d = v;
+            if (special) { uint64_t u = r * 0x2545f4914f6cdd1dULL; memcpy(&d, &u, 8); }
+            ((double *)p)[i] = d;
+        }
+        }
+    }
+}
+
+static int is_nan_bits(int dt, const unsigned char *p)
+{
+    if (dt == KILN_F32) { float f; memcpy(&f, p, 4); return f != f; }
+    if (dt == KILN_F64) { double d; memcpy(&d, p, 8); return d != d; }
+    if (dt == KILN_F16) { uint16_t h; memcpy(&h, p, 2); return (h & 0x7c00) == 0x7c00 && (h & 0x3ff); }
+    if (dt == KILN_BF16) { uint16_t h; memcpy(&h, p, 2); return (h & 0x7f80) == 0x7f80 && (h & 0x7f); }
+    return 0;
+}
+
+typedef struct gcase {
+    int rank;
+    int64_t dom[3];
+    int64_t k;                 /* matmul K */
+    int64_t in_sz[4][3], out_sz[4][3];
+    double rtol;               /* 0: bit-exact (any NaN matches any NaN) */
+    int special;               /* inputs include NaN/inf/denormal/random bits */
+} gcase;
+
+static int64_t numel_r(int rank, const int64_t *sz)
+{
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++)
+        n *= sz[d];
+    return n;
+}
+
+static void mkview(kiln_ir_tensor *t, void *data, int dt, int rank, const int64_t *sz)
+{
+    memset(t, 0, sizeof *t);
+    t->data = data;
+    t->dtype = (uint32_t)dt;
+    t->rank = rank;
+    int64_t st = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        t->sizes[d] = sz[d];
+        t->strides[d] = st;
+        st *= sz[d];
+    }
+}
+
+static int out_dtype(const kiln_ir_segment *s, uint32_t k) { return s->nodes[s->outputs[k]].dtype; }
+static int in_dtype_of(const kiln_ir_segment *s, uint32_t k)
+{
+    for (uint32_t i = 0; i < s->n_nodes; i++)
+        if (s->nodes[i].op == KILN_OP_INPUT && s->nodes[i].io == (int32_t)k)
+            return s->nodes[i].dtype;
+    return KILN_F32;
+}
+
+/* Run seg on cuda and ref with the same inputs; compare the outputs. */
+static void gpu_vs_ref(const kiln_backend *cu, void *cst, const kiln_backend *rf, void *rst,
+                       const kiln_ir_segment *seg, const gcase *c, const char *what)
+{
+    kiln_kernel_options ko = ko_default();
+    kiln_kernel_out oc, orf;
+    memset(&oc, 0, sizeof oc);
+    memset(&orf, 0, sizeof orf);
+    char err[8192];
+    ck_assert_msg(cu->compile(cst, seg, &ko, &oc, err, sizeof err) == KILN_OK, "%s: %s", what, err);
+    ck_assert_msg(rf->compile(rst, seg, &ko, &orf, err, sizeof err) == KILN_OK, "%s: %s", what, err);
+    kiln_ir_tensor hin[4], din[4], hout[4], rout[4], dout[4];
+    void *hbuf[4] = {0}, *dbuf[4] = {0}, *obuf[4] = {0}, *rbuf[4] = {0}, *dobuf[4] = {0};
+    for (uint32_t k = 0; k < seg->n_inputs; k++) {
+        int dt = in_dtype_of(seg, k);
+        int64_t n = numel_r(c->rank, c->in_sz[k]);
+        size_t bytes = (size_t)n * kiln_dtype_size((kiln_dtype)dt);
+        hbuf[k] = malloc(bytes + 16);
+        fill(hbuf[k], dt, n, 1234 + k, c->special);
+        ck_assert_int_eq(cu->mem_alloc(cst, bytes, &dbuf[k], err, sizeof err), KILN_OK);
+        ck_assert_int_eq(cu->mem_copy(cst, dbuf[k], hbuf[k], bytes, 0, err, sizeof err), KILN_OK);
+        mkview(&hin[k], hbuf[k], dt, c->rank, c->in_sz[k]);
+        mkview(&din[k], dbuf[k], dt, c->rank, c->in_sz[k]);
+    }
+    for (uint32_t k = 0; k < seg->n_outputs; k++) {
+        int dt = out_dtype(seg, k);
+        size_t bytes = (size_t)numel_r(c->rank, c->out_sz[k]) * kiln_dtype_size((kiln_dtype)dt);
+        obuf[k] = calloc(1, bytes + 16);
+        rbuf[k] = calloc(1, bytes + 16);
+        ck_assert_int_eq(cu->mem_alloc(cst, bytes, &dobuf[k], err, sizeof err), KILN_OK);
+        mkview(&rout[k], rbuf[k], dt, c->rank, c->out_sz[k]);
+        mkview(&dout[k], dobuf[k], dt, c->rank, c->out_sz[k]);
+        mkview(&hout[k], obuf[k], dt, c->rank, c->out_sz[k]);
+    }
+    kiln_launch L;
+    memset(&L, 0, sizeof L);
+    L.struct_size = sizeof L;
+    L.rank = c->rank;
+    for (int d = 0; d < c->rank; d++)
+        L.domain[d] = c->dom[d];
+    L.k = c->k;
+    L.n_inputs = seg->n_inputs;
+    L.n_outputs = seg->n_outputs;
+    L.inputs = hin;
+    L.outputs = rout;
+    ck_assert_msg(rf->launch(rst, orf.handle, &L, err, sizeof err) == KILN_OK, "%s: ref %s", what, err);
+    L.inputs = din;
+    L.outputs = dout;
+    L.profile = 1;
+    ck_assert_msg(cu->launch(cst, oc.handle, &L, err, sizeof err) == KILN_OK, "%s: cuda %s", what, err);
+    ck_assert_msg(L.gpu_ms >= 0, "%s: no profile time", what);
+    for (uint32_t k = 0; k < seg->n_outputs; k++) {
+        int dt = out_dtype(seg, k);
+        size_t es = kiln_dtype_size((kiln_dtype)dt);
+        int64_t n = numel_r(c->rank, c->out_sz[k]);
+        ck_assert_int_eq(cu->mem_copy(cst, obuf[k], dobuf[k], (size_t)n * es, 1, err, sizeof err),
+                         KILN_OK);
+        for (int64_t i = 0; i < n; i++) {
+            const unsigned char *g = (const unsigned char *)obuf[k] + i * (int64_t)es;
+            const unsigned char *r = (const unsigned char *)rbuf[k] + i * (int64_t)es;
+            if (memcmp(g, r, es) == 0 || (is_nan_bits(dt, g) && is_nan_bits(dt, r)))
+                continue;
+            if (c->rtol > 0 && (dt == KILN_F32 || dt == KILN_F64)) {
+                double gv, rv;
+                if (dt == KILN_F32) { float a, b; memcpy(&a, g, 4); memcpy(&b, r, 4); gv = a; rv = b; }
+                else { memcpy(&gv, g, 8); memcpy(&rv, r, 8); }
+                if (fabs(gv - rv) <= c->rtol * (fabs(rv) + 1.0))
+                    continue;
+                ck_abort_msg("%s: output %u[%lld]: gpu %.17g ref %.17g", what, k, (long long)i, gv, rv);
+            }
+            ck_abort_msg("%s: output %u[%lld] differs (dtype %s)", what, k, (long long)i,
+                         kiln_dtype_name((kiln_dtype)dt));
+        }
+    }
+    for (uint32_t k = 0; k < 4; k++) {
+        free(hbuf[k]);
+        free(obuf[k]);
+        free(rbuf[k]);
+        if (dbuf[k]) cu->mem_free(cst, dbuf[k]);
+        if (dobuf[k]) cu->mem_free(cst, dobuf[k]);
+    }
+    cu->release(cst, oc.handle);
+    rf->release(rst, orf.handle);
+}
+
+static int transcendental(int op)
+{
+    return op == KILN_OP_EXP || op == KILN_OP_LOG || op == KILN_OP_RSQRT || op == KILN_OP_SIN ||
+           op == KILN_OP_COS || op == KILN_OP_TANH || op == KILN_OP_SIGMOID ||
+           op == KILN_OP_ERF || op == KILN_OP_POW;
+}
+
+START_TEST(gpu_generated_kernels_match_ref)
+{
+    const kiln_backend *cu = kiln__backend_cuda(), *rf = kiln__backend_ref();
+    void *cst = NULL, *rst = NULL;
+    char err[1024];
+    if (cu->open(0, &cst, err, sizeof err) != KILN_OK) {
+        fprintf(stderr, "test_cuda: GPU differential test skipped: %s\n", err);
+        return;
+    }
+    ck_assert_int_eq(rf->open(0, &rst, err, sizeof err), KILN_OK);
+    tseg t;
+    char what[96];
+    /* pointwise catalogue entries (not transcendentals): two shapes, the
+    ** second with a tail that the vector path must finish */
+    static const int64_t shapes[2][2] = {{64, 128}, {37, 129}};
+    for (int i = 0; catalogue(i, &t, AC); i++) {
+        const kiln_ir_node *last = &t.n[t.nn - 1];
+        if (t.s.kind != KILN_SEGK_POINTWISE || transcendental(last->op))
+            continue;
+        for (int sh = 0; sh < 2; sh++) {
+            gcase c;
+            memset(&c, 0, sizeof c);
+            c.rank = last->rank;
+            for (int d = 0; d < c.rank; d++)
+                c.dom[d] = c.rank == 1 ? shapes[sh][0] * shapes[sh][1] : shapes[sh][d];
+            for (int k = 0; k < 4; k++)
+                for (int d = 0; d < c.rank; d++)
+                    c.in_sz[k][d] = c.out_sz[k][d] = c.dom[d];
+            c.special = 1;
+            if (c.rank == 2) /* input 1 broadcast over rows */
+                c.in_sz[1][0] = 1;
+            snprintf(what, sizeof what, "catalogue %d (%s) shape %d", i,
+                     kiln_op_name((kiln_op)last->op), sh);
+            gpu_vs_ref(cu, cst, rf, rst, ts_done(&t), &c, what);
+        }
+    }
+    /* reductions: inner/outer/mixed, few long rows (split + finish) and
+    ** many short ones (warp per row) */
+    static const int rops[3] = {KILN_OP_SUM, KILN_OP_RMAX, KILN_OP_RMIN};
+    static const int rdts[4] = {KILN_I32, KILN_I64, KILN_F32, KILN_F64};
+    static const struct { int rank; uint32_t axes; int64_t dom[3]; } rs[] = {
+        {2, 2u, {3, 50003, 1}}, {2, 2u, {3000, 7, 1}}, {2, 2u, {300, 4096, 1}},
+        {2, 1u, {50003, 3, 1}}, {2, 1u, {64, 3000, 1}}, {2, 1u, {7, 301, 1}},
+        {3, 5u, {17, 5, 33}}, {1, 1u, {1 << 20, 1, 1}}};
+    for (int r = 0; r < 3; r++)
+        for (int d = 0; d < 4; d++)
+            for (size_t q = 0; q < sizeof rs / sizeof rs[0]; q++) {
+                seg_reduce(&t, rops[r], rdts[d], rs[q].rank, rs[q].axes, AC);
+                gcase c;
+                memset(&c, 0, sizeof c);
+                c.rank = rs[q].rank;
+                for (int a = 0; a < c.rank; a++) {
+                    c.dom[a] = rs[q].dom[a];
+                    c.in_sz[0][a] = c.dom[a];
+                    int red = (rs[q].axes >> a) & 1u;
+                    c.in_sz[1][a] = c.out_sz[0][a] = c.out_sz[1][a] = red ? 1 : c.dom[a];
+                }
+                c.special = rops[r] != KILN_OP_SUM; /* exact sums: small values */
+                c.rtol = (rops[r] == KILN_OP_SUM && rdts[d] == KILN_F32) ? 1e-6
+                       : (rops[r] == KILN_OP_SUM && rdts[d] == KILN_F64) ? 1e-14 : 0;
+                snprintf(what, sizeof what, "%s %s case %zu", kiln_op_name((kiln_op)rops[r]),
+                         kiln_dtype_name((kiln_dtype)rdts[d]), q);
+                gpu_vs_ref(cu, cst, rf, rst, ts_done(&t), &c, what);
+            }
+    /* matmul: standalone, epilogue, fallback (cuBLAS when present) */
+    static const int mdts[3] = {KILN_F16, KILN_BF16, KILN_F32};
+    for (int d = 0; d < 3; d++)
+        for (int kind = 0; kind < 3; kind++) {
+            seg_matmul(&t, kind == 0 ? KILN_SEGK_MATMUL
+                          : kind == 1 ? KILN_SEGK_MATMUL_EPILOGUE : KILN_SEGK_MATMUL_FALLBACK,
+                       mdts[d], kind == 1, AC);
+            gcase c;
+            memset(&c, 0, sizeof c);
+            c.rank = 2;
+            c.dom[0] = 70;
+            c.dom[1] = 90;
+            c.k = 50;
+            c.in_sz[0][0] = 70; c.in_sz[0][1] = 50;
+            c.in_sz[1][0] = 50; c.in_sz[1][1] = 90;
+            c.in_sz[2][0] = 70; c.in_sz[2][1] = 90;
+            c.out_sz[0][0] = 70; c.out_sz[0][1] = 90;
+            c.rtol = kind == 2 ? 1e-3 : 1e-6; /* cuBLAS: its own order */
+            snprintf(what, sizeof what, "matmul %s kind %d", kiln_dtype_name((kiln_dtype)mdts[d]), kind);
+            gpu_vs_ref(cu, cst, rf, rst, ts_done(&t), &c, what);
+        }
+    rf->close(rst);
+    cu->close(cst);
+}
+END_TEST
+
 Suite *cuda_suite(void)
 {
     Suite *s = suite_create("cuda");
@@ -865,6 +1162,7 @@ Suite *cuda_suite(void)
     tcase_add_test(nv, nvrtc_all_ops_default);
     tcase_add_test(nv, nvrtc_all_ops_fast_nofma_strided64);
     tcase_add_test(nv, nvrtc_option_sets);
+    tcase_add_test(nv, gpu_generated_kernels_match_ref);
     suite_add_tcase(s, nv);
     return s;
 }
