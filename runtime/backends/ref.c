@@ -9,7 +9,12 @@
 **   - Every non-leaf node lives in a *domain*: D with some axes shrunk to
 **     size 1 (`mask`), reached after `depth` reductions.  INPUT and CONST
 **     nodes are leaves: they are loaded (gathered through their strided
-**     view, stride 0 on size-1 axes) into whichever domain reads them.
+**     view, stride 0 on size-1 axes) into whichever domain reads them, so
+**     an input read after a REDUCE must be in keepdim form (backend.h).  A
+**     pointwise node takes the largest domain of its non-leaf operands:
+**     after a REDUCE it is in the reduced domain, unless it also reads a
+**     computed value of D (then the reduced value broadcasts back over D,
+**     which the planner does not emit today but ref supports).
 **   - Nodes sharing (depth, mask) form a *group*, evaluated block by block
 **     over its domain in row-major order.  Groups run in order of depth,
 **     then from the smallest domain (most size-1 axes) to the largest, which
