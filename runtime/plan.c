@@ -38,6 +38,8 @@
 
 #include "core.h"
 
+#define MAX_DEPTH 2048 /* operand-chain depth the recursive emitter accepts */
+
 typedef struct seg_build {
     uint32_t kind;
     int32_t anchor;      /* hard node, or first pointwise value */
@@ -826,6 +828,22 @@ kiln_status kiln__plan_build(const kiln_fusion *f,
     }
     for (uint32_t j = 0; j < f->n_outputs; j++)
         P.out_idx[f->outputs[j]] = (int32_t)j;
+    /* emission recurses along operand chains: bound the depth (P.stack
+    ** holds each node's depth here, before its use as a work stack) */
+    for (uint32_t i = 0; i < P.n; i++) {
+        int32_t d = 0;
+        for (int k = 0; k < 3; k++)
+            if (f->nodes[i].args[k] >= 0 && P.stack[f->nodes[i].args[k]] + 1 > d)
+                d = P.stack[f->nodes[i].args[k]] + 1;
+        P.stack[i] = d;
+        if (d > MAX_DEPTH) {
+            st = kiln__err(KILN_ERR_LIMIT,
+                           "plan: %%%u is %d operations deep; the planner "
+                           "accepts at most %d",
+                           i, (int)d, MAX_DEPTH);
+            goto fail;
+        }
+    }
     if ((st = form_segments(&P, o)) != KILN_OK)
         goto fail;
 

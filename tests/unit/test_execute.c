@@ -318,6 +318,37 @@ START_TEST(contraction_rule)
 }
 END_TEST
 
+START_TEST(deep_chains)
+{
+    kiln_context *ctx = tu_ctx();
+    for (int depth = 1000; depth <= 3000; depth += 2000) {
+        kiln_fusion *f;
+        kiln_fusion_create(&f);
+        kiln_value v;
+        ck_assert_int_eq(kiln_fusion_input(f, KILN_F32, 1, NULL, &v), KILN_OK);
+        for (int i = 0; i < depth; i++)
+            ck_assert_int_eq(kiln_fusion_op(f, KILN_OP_NEG, &v, 1, &v), KILN_OK);
+        kiln_fusion_output(f, v);
+        ck_assert_int_eq(kiln_fusion_finalize(f), KILN_OK);
+        float x = 2, y = 0;
+        int64_t one[1] = {1};
+        kiln_tensor *in[1] = {tu_tensor(KILN_F32, 1, one, NULL, &x)};
+        kiln_tensor *out[1] = {tu_tensor(KILN_F32, 1, one, NULL, &y)};
+        kiln_status s = kiln_execute(ctx, f, in, 1, out, 1, NULL, NULL);
+        if (depth <= 2048) {
+            ck_assert_int_eq(s, KILN_OK);
+            ck_assert_float_eq(y, 2.0f); /* an even number of negations */
+        } else {
+            ck_assert_int_eq(s, KILN_ERR_LIMIT);
+        }
+        kiln_tensor_destroy(in[0]);
+        kiln_tensor_destroy(out[0]);
+        kiln_fusion_destroy(f);
+    }
+    kiln_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(validation_errors)
 {
     kiln_context *ctx = tu_ctx();
@@ -661,6 +692,7 @@ Suite *execute_suite(void)
     tcase_add_test(tc, matmul_paths);
     tcase_add_test(tc, contraction_rule);
     tcase_add_test(tc, validation_errors);
+    tcase_add_test(tc, deep_chains);
     tcase_add_test(tc, info_record_and_json);
     tcase_add_test(tc, dumps_go_to_the_dump_stream);
     tcase_add_test(tc, env_snapshot_rules);
