@@ -174,6 +174,7 @@ examples: all
 
 docs-check: all
 	$(PYTHON) scripts/docs_check.py $(BUILD)/kiln
+	$(PYTHON) testgen/check_catalogue.py $(BUILD)/kiln
 
 ci-check:
 	$(PYTHON) ci/test_trigger.py
