@@ -6,6 +6,9 @@
 */
 #include <check.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -289,6 +292,88 @@ Suite *threads_cache_suite(void)
     TCase *tc = tcase_create("single_flight");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, single_flight);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* ------------------------------------------------------ kiln run / cache */
+
+/* `$KILN_BIN ARGS` through the shell, output into buf; -1 without KILN_BIN. */
+static int sh(const char *args, char *buf, size_t cap)
+{
+    const char *bin = getenv("KILN_BIN");
+    if (bin == NULL || bin[0] == '\0')
+        return -1;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(buf, 1, cap - 1, p);
+    buf[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+START_TEST(cli_run_and_cache)
+{
+    static char out[16384];
+    if (sh("--help", out, sizeof out) < 0)
+        return; /* KILN_BIN unset: run through make test-unit */
+    char dir[] = "/tmp/kiln-run-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char args[4096];
+    /* --repeat shows the cache: miss, then hits; --out writes .npy */
+    snprintf(args, sizeof args,
+             "run examples/relu_mul_add.kf --random 7 --size 3 --repeat 3 --info "
+             "--backend ref --out %s", dir);
+    ck_assert_int_eq(sh(args, out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "\"plan_hit\": false"));
+    char *second = strstr(out, "\n{");
+    ck_assert_ptr_nonnull(second);
+    ck_assert_ptr_nonnull(strstr(second, "\"plan_hit\": true"));
+    char path[64];
+    snprintf(path, sizeof path, "%s/out0.npy", dir);
+    FILE *fp = fopen(path, "rb");
+    ck_assert_ptr_nonnull(fp);
+    unsigned char hdr[128];
+    ck_assert_uint_eq(fread(hdr, 1, sizeof hdr, fp), sizeof hdr);
+    ck_assert_mem_eq(hdr, "\x93NUMPY\x01\x00", 8);
+    ck_assert_ptr_nonnull(strstr((char *)hdr + 10, "'shape': (3, 3)"));
+    fclose(fp);
+    /* the written file is read back as an input by name and position */
+    snprintf(args, sizeof args,
+             "run examples/relu_mul_add.kf --backend ref --input %%a=%s "
+             "--input 1=%s --input %%c=%s", path, path, path);
+    ck_assert_int_eq(sh(args, out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "output 0: f32 [3, 3]:"));
+    remove(path);
+    rmdir(dir);
+    /* errors: usage 2, failures 1 */
+    ck_assert_int_eq(sh("run", out, sizeof out), 2);
+    ck_assert_int_eq(sh("run examples/relu_mul_add.kf --backend ref", out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "no --random SEED"));
+    ck_assert_int_eq(sh("run examples/relu_mul_add.kf --random 1 --backend ref "
+                        "--input 0=/nonexistent.npy", out, sizeof out), 1);
+    ck_assert_int_eq(sh("run examples/relu_mul_add.kf --random 1 --backend ref "
+                        "--disable 'fma,fallback'", out, sizeof out), 1);
+    ck_assert_ptr_nonnull(strstr(out, "KILN_ERR_OPTION_ELEMENT"));
+    /* kiln cache: a kernel option recompiles, the plan is reused */
+    ck_assert_int_eq(sh("cache --json --backend ref examples/relu_mul_add.kf "
+                        "--repeat 2 --disable fma", out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "\"plan_hits\": 1, \"plan_misses\": 1"));
+    ck_assert_ptr_nonnull(strstr(out, "\"compiles\": 1"));
+    ck_assert_int_eq(sh("cache --bogus", out, sizeof out), 2);
+    ck_assert_int_eq(sh("bench --help", out, sizeof out), 0);
+    ck_assert_int_eq(sh("bench nothing", out, sizeof out), 2);
+}
+END_TEST
+
+Suite *cli_run_suite(void)
+{
+    Suite *s = suite_create("cli_run");
+    TCase *tc = tcase_create("run");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, cli_run_and_cache);
     suite_add_tcase(s, tc);
     return s;
 }
