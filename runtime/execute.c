@@ -240,11 +240,17 @@ static void contig_strides(int rank, const int64_t *sizes, int64_t *st)
     }
 }
 
+/* Element count; INT64_MAX when it overflows (stride-0 inputs can describe
+** domains far larger than memory). */
 static int64_t numel_of(int rank, const int64_t *sizes)
 {
     int64_t n = 1;
     for (int i = 0; i < rank; i++)
-        n *= sizes[i];
+        if (sizes[i] == 0)
+            return 0;
+    for (int i = 0; i < rank; i++)
+        if (__builtin_mul_overflow(n, sizes[i], &n))
+            return INT64_MAX;
     return n;
 }
 
@@ -957,8 +963,17 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
         for (uint32_t k = 0; k < p->n_inter; k++) {
             int32_t v = p->inter_node[k];
             c.inter_off[k] = total;
-            int64_t b = numel_of(p->f_nodes[v].rank, c.shapes[v]) *
-                        (int64_t)kiln_dtype_size((kiln_dtype)p->f_nodes[v].dtype);
+            int64_t b;
+            if (__builtin_mul_overflow(
+                    numel_of(p->f_nodes[v].rank, c.shapes[v]),
+                    (int64_t)kiln_dtype_size((kiln_dtype)p->f_nodes[v].dtype), &b) ||
+                b > INT64_MAX / 4 || total > INT64_MAX / 4) {
+                st = kiln__err(KILN_ERR_LIMIT,
+                               "execute: the intermediate %%%d is too large to "
+                               "allocate",
+                               v);
+                goto fail;
+            }
             total += (b + 63) & ~(int64_t)63;
         }
         if (ctx->be.memory == KILN_MEM_DEVICE) {

@@ -349,6 +349,27 @@ START_TEST(deep_chains)
 }
 END_TEST
 
+START_TEST(huge_stride0_domains)
+{
+    kiln_context *ctx = tu_ctx();
+    kiln_fusion *f = tu_fusion("kiln.fusion 1\n%x = input f32 [?, 1]\n"
+                               "%y = input f32 [1, ?]\n%z = add %x %y\n"
+                               "%w = sum %z axes=[0]\n%v = neg %w\noutput %z\n");
+    float one = 1;
+    int64_t xs[2] = {(int64_t)1 << 40, 1}, ys[2] = {1, (int64_t)1 << 40};
+    int64_t zero[2] = {0, 0};
+    kiln_tensor *in[2] = {tu_tensor(KILN_F32, 2, xs, zero, &one),
+                          tu_tensor(KILN_F32, 2, ys, zero, &one)};
+    kiln_tensor *out[1] = {NULL};
+    ck_assert_int_eq(kiln_execute(ctx, f, in, 2, out, 1, NULL, NULL), KILN_ERR_LIMIT);
+    ck_assert_ptr_null(out[0]);
+    kiln_tensor_destroy(in[0]);
+    kiln_tensor_destroy(in[1]);
+    kiln_fusion_destroy(f);
+    kiln_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(validation_errors)
 {
     kiln_context *ctx = tu_ctx();
@@ -693,6 +714,7 @@ Suite *execute_suite(void)
     tcase_add_test(tc, contraction_rule);
     tcase_add_test(tc, validation_errors);
     tcase_add_test(tc, deep_chains);
+    tcase_add_test(tc, huge_stride0_domains);
     tcase_add_test(tc, info_record_and_json);
     tcase_add_test(tc, dumps_go_to_the_dump_stream);
     tcase_add_test(tc, env_snapshot_rules);
