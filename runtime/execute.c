@@ -699,7 +699,7 @@ static kiln_status fill_info(kiln_exec_info *info, const kiln_context *ctx,
         snprintf(info->text[i].flags, sizeof info->text[i].flags, "%s",
                  ref == 2 ? "" : k->out.flags);
         snprintf(info->text[i].path, sizeof info->text[i].path, "%s",
-                 ref == 2 ? "ref" : k->out.path);
+                 ref ? "ref" : k->out.path);
         s->flags = info->text[i].flags;
         s->path = info->text[i].path;
         s->device = (!ref && ctx->be.memory == KILN_MEM_DEVICE) ? ctx->device : -1;

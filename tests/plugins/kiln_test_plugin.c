@@ -12,7 +12,10 @@
 **
 ** For the ABI tests, two environment variables bend the descriptor:
 ** KILN_TEST_PLUGIN_ABI=N reports abi_version N, KILN_TEST_PLUGIN_SIZE=N
-** reports struct_size N.
+** reports struct_size N.  For the REFERENCE-fallback tests,
+** KILN_TEST_PLUGIN_UNSUPPORTED=compile makes compile() refuse reduction
+** segments, =launch makes launch() refuse every segment, with
+** KILN_ERR_UNSUPPORTED.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +36,33 @@ static kiln_status plugin_identity(void *state, const kiln_kernel_options *ko,
     return n < 0 || (size_t)n >= cap ? KILN_ERR_LIMIT : KILN_OK;
 }
 
+static int refuses(const char *where)
+{
+    const char *m = getenv("KILN_TEST_PLUGIN_UNSUPPORTED");
+    return m != NULL && strcmp(m, where) == 0;
+}
+
+static kiln_status plugin_compile(void *state, const kiln_ir_segment *seg,
+                                  const kiln_kernel_options *ko,
+                                  kiln_kernel_out *out, char *err, size_t cap)
+{
+    if (refuses("compile") && seg->kind == KILN_SEGK_REDUCTION) {
+        snprintf(err, cap, "test-plugin: reductions are not supported");
+        return KILN_ERR_UNSUPPORTED;
+    }
+    return kiln__backend_ref()->compile(state, seg, ko, out, err, cap);
+}
+
+static kiln_status plugin_launch(void *state, void *handle, kiln_launch *args,
+                                 char *err, size_t cap)
+{
+    if (refuses("launch")) {
+        snprintf(err, cap, "test-plugin: launch refused");
+        return KILN_ERR_UNSUPPORTED;
+    }
+    return kiln__backend_ref()->launch(state, handle, args, err, cap);
+}
+
 __attribute__((visibility("default"))) const kiln_backend *
 kiln_backend_entry(uint32_t host_abi)
 {
@@ -41,6 +71,8 @@ kiln_backend_entry(uint32_t host_abi)
     desc = *kiln__backend_ref();
     desc.name = "test-plugin";
     desc.identity = plugin_identity;
+    desc.compile = plugin_compile;
+    desc.launch = plugin_launch;
     const char *abi = getenv("KILN_TEST_PLUGIN_ABI");
     const char *size = getenv("KILN_TEST_PLUGIN_SIZE");
     if (abi != NULL)

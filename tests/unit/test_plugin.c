@@ -106,6 +106,56 @@ START_TEST(unloadable_paths)
 }
 END_TEST
 
+/* A backend that answers KILN_ERR_UNSUPPORTED has the segment run by the
+** reference interpreter (kind "reference"), unless disable=fallback. */
+static void fallback_case(const char *mode)
+{
+    const char *path = plugin_path();
+    if (path == NULL)
+        return;
+    setenv("KILN_TEST_PLUGIN_UNSUPPORTED", mode, 1);
+    kiln_context *ctx;
+    ck_assert_int_eq(try_create(path, &ctx), KILN_OK);
+    kiln_fusion *f = tu_fusion("kiln.fusion 1\n%x = input f32 [?, ?]\n"
+                               "%s = sum %x axes=[1]\n%y = neg %x\n"
+                               "output %s\noutput %y\n");
+    float x[6] = {1, 2, 3, 4, 5, 6}, s2[2], y6[6];
+    int64_t sz[2] = {2, 3}, s1[1] = {2};
+    kiln_tensor *in[1] = {tu_tensor(KILN_F32, 2, sz, NULL, x)};
+    kiln_tensor *out[2] = {tu_tensor(KILN_F32, 1, s1, NULL, s2),
+                           tu_tensor(KILN_F32, 2, sz, NULL, y6)};
+    kiln_exec_info *info;
+    kiln_exec_info_create(&info);
+    ck_assert_int_eq(kiln_execute(ctx, f, in, 1, out, 2, NULL, info), KILN_OK);
+    ck_assert_float_eq(s2[0], 6.0f);
+    ck_assert_float_eq(s2[1], 15.0f);
+    ck_assert_float_eq(y6[5], -6.0f);
+    ck_assert_uint_eq(kiln_exec_info_segment_count(info), 2);
+    int is_launch = strcmp(mode, "launch") == 0;
+    ck_assert_int_eq(tu_seg(info, 0).kind, KILN_SEG_REFERENCE);     /* sum */
+    ck_assert_int_eq(tu_seg(info, 1).kind,
+                     is_launch ? KILN_SEG_REFERENCE : KILN_SEG_GENERATED);
+    ck_assert_str_eq(tu_seg(info, 0).path, "ref");
+    const char *dis[1] = {"fallback"};
+    kiln_exec_options eo = tu_opts(NULL, 0, dis, 1);
+    ck_assert_int_eq(kiln_execute(ctx, f, in, 1, out, 2, &eo, info),
+                     KILN_ERR_FALLBACK_DISABLED);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "disable=fallback"));
+    unsetenv("KILN_TEST_PLUGIN_UNSUPPORTED");
+    kiln_exec_info_destroy(info);
+    kiln_tensor_destroy(in[0]);
+    kiln_tensor_destroy(out[0]);
+    kiln_tensor_destroy(out[1]);
+    kiln_fusion_destroy(f);
+    kiln_context_destroy(ctx);
+}
+
+START_TEST(reference_fallback_at_compile) { fallback_case("compile"); }
+END_TEST
+
+START_TEST(reference_fallback_at_launch) { fallback_case("launch"); }
+END_TEST
+
 Suite *plugin_suite(void)
 {
     Suite *s = suite_create("plugin");
@@ -114,6 +164,8 @@ Suite *plugin_suite(void)
     tcase_add_test(tc, missing_entry_symbol);
     tcase_add_test(tc, abi_version_mismatch);
     tcase_add_test(tc, unloadable_paths);
+    tcase_add_test(tc, reference_fallback_at_compile);
+    tcase_add_test(tc, reference_fallback_at_launch);
     suite_add_tcase(s, tc);
     return s;
 }
