@@ -72,16 +72,20 @@ static int input_names(const char *text, char names[][64], int cap)
     return n;
 }
 
-static int find_input(const char *name, size_t len, char names[][64], int n)
+/* Position of input NAME (len bytes): digits are a position below
+** n_inputs, anything else a %name among the n_names names read from the
+** file; -1 when there is no such input. */
+static int find_input(const char *name, size_t len, char names[][64],
+                      int n_names, int n_inputs)
 {
     if (len > 0 && isdigit((unsigned char)name[0])) {
         char *end;
         long v = strtol(name, &end, 10);
-        if ((size_t)(end - name) == len && v >= 0 && v < n)
+        if ((size_t)(end - name) == len && v >= 0 && v < n_inputs)
             return (int)v;
         return -1;
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n_names && i < n_inputs; i++)
         if (strlen(names[i]) == len && strncmp(names[i], name, len) == 0)
             return i;
     return -1;
@@ -285,11 +289,8 @@ int kiln_cmd_run(int argc, char **argv)
         int is_in = k < n_in_spec;
         const char *s = is_in ? in_spec[k] : shape_spec[k - n_in_spec];
         const char *eq = strchr(s, '=');
-        int idx = eq ? find_input(s, (size_t)(eq - s), names,
-                                  n_names == n_inputs ? n_inputs : 0)
+        int idx = eq ? find_input(s, (size_t)(eq - s), names, n_names, n_inputs)
                      : -1;
-        if (eq != NULL && idx < 0 && isdigit((unsigned char)s[0]))
-            idx = find_input(s, (size_t)(eq - s), names, n_inputs);
         if (idx < 0) {
             fprintf(stderr,
                     "kiln run: %s '%s': expected NAME=%s with NAME an input "
