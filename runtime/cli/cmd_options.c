@@ -41,8 +41,8 @@ static void help(FILE *out)
 "  --json                          print one JSON object instead: every\n"
 "                                  effective option with its set, level and\n"
 "                                  arguments, and the canonical text and hash\n"
-"                                  of each level (cannot be combined with\n"
-"                                  --level: the object covers every level)\n"
+"                                  of each level (so --level other than all\n"
+"                                  cannot be combined with it)\n"
 "  --catalogue-json                print the option catalogue as JSON (name,\n"
 "                                  set, arg, level, description, vocabulary,\n"
 "                                  default, implemented) and exit\n"
@@ -207,7 +207,7 @@ int kiln_cmd_options(int argc, char **argv)
             goto usage;
         }
     }
-    if (json && level_given) {
+    if (json && level_given && level != KILN_LEVEL_ALL) {
         fprintf(stderr, "kiln options: --json covers every level; it cannot "
                         "be combined with --level\n");
         goto usage;

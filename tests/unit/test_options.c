@@ -1285,6 +1285,11 @@ START_TEST(cli_json)
                          json_object_get(j, "hash"), "all")), hx);
     ck_assert_uint_eq(json_array_size(json_object_get(j, "options")), 2);
     json_decref(j);
+    /* --level all is the default, so it may accompany --json */
+    const char *b[] = {"--level=all", "--json", NULL};
+    r = run_cli(child_env(NULL, NULL, NULL), b);
+    ck_assert_int_eq(r->rc, 0);
+    ck_assert_ptr_nonnull(strstr(r->out, "\"canonical\":{\"all\":\"\""));
 }
 END_TEST
 
