@@ -14,6 +14,7 @@
 #include <check.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -2263,6 +2264,99 @@ START_TEST(numeric_ulp_and_ftz)
     ck_assert(kiln__bits_to_f64(KILN_F16, 0x7bff) == 65504.0);
 }
 END_TEST
+
+/* ------------------------------------------------------------ threads */
+
+/* One compiled reduction kernel launched concurrently from several threads
+** (the kernel cache shares handles between threads): every launch must
+** see only its own inputs and scratch. */
+typedef struct thr_arg {
+    const kiln_backend *b;
+    void *state;
+    void *handle;
+    int id;
+    int bad;
+} thr_arg;
+
+static void *thr_main(void *p)
+{
+    thr_arg *a = p;
+    enum { R = 3, C = 1500 };
+    static _Thread_local float x[R * C];
+    float out[R], row[R];
+    for (int it = 0; it < 40; it++) {
+        for (int i = 0; i < R; i++)
+            for (int j = 0; j < C; j++)
+                x[i * C + j] = (float)((a->id * 7 + it + i + j) % 13);
+        int64_t dom[2] = {R, C}, os[2] = {R, 1};
+        kiln_ir_tensor ins[1] = {tv(x, KILN_F32, 2, dom, NULL)};
+        kiln_ir_tensor outs[2] = {tv(out, KILN_F32, 2, os, NULL), tv(row, KILN_F32, 2, os, NULL)};
+        kiln_launch L;
+        memset(&L, 0, sizeof L);
+        L.struct_size = sizeof L;
+        L.rank = 2;
+        L.domain[0] = R;
+        L.domain[1] = C;
+        L.inputs = ins;
+        L.n_inputs = 1;
+        L.outputs = outs;
+        L.n_outputs = 2;
+        char err[256];
+        if (a->b->launch(a->state, a->handle, &L, err, sizeof err) != KILN_OK) {
+            a->bad++;
+            continue;
+        }
+        for (int i = 0; i < R; i++) {
+            long e = 0;
+            for (int j = 0; j < C; j++)
+                e += (a->id * 7 + it + i + j) % 13;
+            if (out[i] != (float)e || row[i] != (float)(2 * e))
+                a->bad++;
+        }
+    }
+    return NULL;
+}
+
+START_TEST(threads_shared_kernel)
+{
+    tseg s;
+    tseg_init(&s, KILN_SEGK_REDUCTION);
+    int32_t x = t_in(&s, KILN_F32);
+    int32_t r = t_red(&s, KILN_OP_SUM, KILN_F32, x, 2);
+    t_out(&s, r);
+    t_out(&s, t_op2(&s, KILN_OP_ADD, KILN_F32, r, r));
+    const kiln_backend *b = kiln__backend_ref();
+    void *state;
+    ck_assert_int_eq(b->open(0, &state, g_err, sizeof g_err), KILN_OK);
+    kiln_ir_segment seg = t_seg(&s);
+    kiln_kernel_options ko = default_ko();
+    kiln_kernel_out kout;
+    ck_assert_int_eq(b->compile(state, &seg, &ko, &kout, g_err, sizeof g_err), KILN_OK);
+    enum { T = 4 };
+    pthread_t th[T];
+    thr_arg args[T];
+    for (int i = 0; i < T; i++) {
+        args[i] = (thr_arg){b, state, kout.handle, i, 0};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, thr_main, &args[i]), 0);
+    }
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(args[i].bad, 0);
+    }
+    b->release(state, kout.handle);
+    b->close(state);
+}
+END_TEST
+
+Suite *threads_ref_suite(void)
+{
+    Suite *s = suite_create("threads_ref");
+    TCase *tc = tcase_create("concurrent");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, threads_shared_kernel);
+    suite_add_tcase(s, tc);
+    return s;
+}
 
 Suite *ref_suite(void)
 {
