@@ -26,9 +26,11 @@
 ** source for every architecture in KILN_NVRTC_ARCHS (default
 ** "sm_90,sm_80"), fails with KILN_ERR_COMPILE on any error or warning, and
 ** then delegates compile/launch to the ref backend, so results are still
-** checked on a machine without a GPU.
+** checked on a machine without a GPU.  KILN_NVRTC_CHECK_CACHE=DIR memoizes
+** passed checks on disk (full-text comparison, never a bare hash).
 */
 #include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1005,6 +1007,66 @@ static kiln_status nvrtc_identity(void *state, const kiln_kernel_options *ko,
     return s;
 }
 
+/* Optional on-disk memo of compile checks that passed (KILN_NVRTC_CHECK_CACHE
+** = a directory): the file <dir>/kiln-nvrtc-<fnv64>.ok holds the full text
+** that was compiled (arch, flags, source) and counts as a hit only when it
+** is byte-identical, so a hash collision can never skip a check.  Writes go
+** to a temporary name and are renamed into place.  Any I/O problem just
+** means "not cached". */
+static char *memo_text(const char *arch, const char *flags, const char *src)
+{
+    kiln_buf b = {0};
+    kiln__buf_printf(&b, "kiln nvrtc check v%d\n%s\n%s\n", KILN_CUDA_CODEGEN_VERSION, arch, flags);
+    kiln__buf_puts(&b, src);
+    if (b.failed) {
+        kiln__buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+static void memo_path(const char *dir, const char *text, char *path, size_t cap)
+{
+    uint64_t h = kiln__fnv1a(text, strlen(text), KILN_FNV_SEED);
+    fmt(path, cap, "%s/kiln-nvrtc-%016llx.ok", dir, (unsigned long long)h);
+}
+
+static int memo_hit(const char *dir, const char *text)
+{
+    char path[1024];
+    memo_path(dir, text, path, sizeof path);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return 0;
+    size_t n = strlen(text), got = 0;
+    char buf[4096];
+    int same = 1;
+    while (same) {
+        size_t r = fread(buf, 1, sizeof buf, f);
+        if (r == 0)
+            break;
+        same = got + r <= n && memcmp(buf, text + got, r) == 0;
+        got += r;
+    }
+    fclose(f);
+    return same && got == n;
+}
+
+static void memo_store(const char *dir, const char *text)
+{
+    char path[1024], tmp[1100];
+    memo_path(dir, text, path, sizeof path);
+    fmt(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (f == NULL)
+        return;
+    size_t n = strlen(text);
+    int ok = fwrite(text, 1, n, f) == n;
+    ok &= fclose(f) == 0;
+    if (!ok || rename(tmp, path) != 0)
+        remove(tmp);
+}
+
 static kiln_status nvrtc_compile(void *state, const kiln_ir_segment *seg,
                                  const kiln_kernel_options *ko, kiln_kernel_out *out,
                                  char *err, size_t cap)
@@ -1018,9 +1080,23 @@ static kiln_status nvrtc_compile(void *state, const kiln_ir_segment *seg,
     if (s != KILN_OK)
         return fail(s, err, cap, kiln_last_error());
     char flags[256] = "";
-    for (int i = 0; i < st->n_archs && s == KILN_OK; i++)
-        s = nvrtc_build(&st->api, src, ko, st->archs[i], NULL, NULL,
-                        i == 0 ? flags : NULL, sizeof flags, err, cap);
+    const char *memo = getenv("KILN_NVRTC_CHECK_CACHE");
+    for (int i = 0; i < st->n_archs && s == KILN_OK; i++) {
+        char ftext[256] = "";
+        if (kiln__cuda_flags_text(ko, st->archs[i], ftext, sizeof ftext) != KILN_OK)
+            ftext[0] = '\0';
+        if (i == 0)
+            fmt(flags, sizeof flags, "%s", ftext);
+        char *text = memo && memo[0] ? memo_text(st->archs[i], ftext, src) : NULL;
+        if (text != NULL && memo_hit(memo, text)) {
+            kiln__free(text);
+            continue;
+        }
+        s = nvrtc_build(&st->api, src, ko, st->archs[i], NULL, NULL, NULL, 0, err, cap);
+        if (s == KILN_OK && text != NULL)
+            memo_store(memo, text);
+        kiln__free(text);
+    }
     kiln__free(src);
     if (s != KILN_OK)
         return s;

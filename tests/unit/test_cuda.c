@@ -845,6 +845,44 @@ START_TEST(nvrtc_backend_compiles_and_runs_on_ref)
 }
 END_TEST
 
+START_TEST(nvrtc_check_cache)
+{
+    char dir[] = "/tmp/kiln-nvrtc-memo-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("KILN_NVRTC_CHECK_CACHE", dir, 1);
+    setenv("KILN_NVRTC_ARCHS", "sm_90", 1);
+    const kiln_backend *be = kiln__backend_nvrtc();
+    void *st = NULL;
+    char err[4096];
+    if (be->open(0, &st, err, sizeof err) != KILN_OK) {
+        fprintf(stderr, "test_cuda: memo test skipped: %s\n", err);
+        return;
+    }
+    tseg t;
+    seg_pointwise(&t, KILN_OP_SUB, KILN_F64, AC);
+    kiln_kernel_options ko = ko_default();
+    kiln_kernel_out out;
+    memset(&out, 0, sizeof out);
+    ck_assert_int_eq(be->compile(st, ts_done(&t), &ko, &out, err, sizeof err), KILN_OK);
+    be->release(st, out.handle);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls %s/kiln-nvrtc-*.ok >/dev/null 2>&1", dir);
+    ck_assert_int_eq(system(cmd), 0); /* the passed check was recorded */
+    /* a hit, then a tampered memo (content mismatch): both still compile */
+    ck_assert_int_eq(be->compile(st, &t.s, &ko, &out, err, sizeof err), KILN_OK);
+    be->release(st, out.handle);
+    snprintf(cmd, sizeof cmd, "for f in %s/kiln-nvrtc-*.ok; do echo x >> $f; done", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(be->compile(st, &t.s, &ko, &out, err, sizeof err), KILN_OK);
+    be->release(st, out.handle);
+    be->close(st);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    unsetenv("KILN_NVRTC_CHECK_CACHE");
+    unsetenv("KILN_NVRTC_ARCHS");
+}
+END_TEST
+
 /* ------------------------------------------------------- on a GPU */
 
 /* Differential test of generated kernels on the GPU against ref, segment
@@ -1156,6 +1194,7 @@ Suite *cuda_suite(void)
     tcase_add_test(tc, traits_and_index_width);
     tcase_add_test(tc, simplify_passes_and_switches);
     tcase_add_test(tc, nvrtc_backend_compiles_and_runs_on_ref);
+    tcase_add_test(tc, nvrtc_check_cache);
     suite_add_tcase(s, tc);
     TCase *nv = tcase_create("nvrtc");
     tcase_set_timeout(nv, 600);
