@@ -40,6 +40,7 @@ typedef struct bench {
     int device, reps, quick;
     double ceiling_gbs;
     FILE *json;
+    FILE *tab;           /* the table: stdout, or stderr when JSON goes there */
     int json_first;
     int misses;
 } bench;
@@ -88,9 +89,9 @@ static void row(bench *b, const char *name, double value, const char *unit,
         snprintf(rs, sizeof rs, "%.3f", ratio);
     if (target > 0)
         snprintf(ts, sizeof ts, "%s %.2f", higher_better ? ">=" : "<=", target);
-    printf("%-26s %12.3f %-8s %8s %9s %4s  %s\n", name, value, unit, rs, ts, verdict,
-           note ? note : "");
-    fflush(stdout);
+    fprintf(b->tab, "%-26s %12.3f %-8s %8s %9s %4s  %s\n", name, value, unit, rs, ts,
+            verdict, note ? note : "");
+    fflush(b->tab);
     if (b->json != NULL) {
         fprintf(b->json, "%s\n  {\"name\": \"%s\", \"value\": %.6g, \"unit\": \"%s\"",
                 b->json_first ? "" : ",", name, value, unit);
@@ -589,14 +590,17 @@ int kiln_bench_gpu(int argc, char **argv)
         fprintf(stderr, "kiln bench gpu: cannot write %s\n", json_path);
         goto out;
     }
-    if (json_stdout)
+    b->tab = stdout;
+    if (json_stdout) {
         b->json = stdout;
+        b->tab = stderr;
+    }
     char name[128] = "";
     b->api.p_cuDeviceGetName(name, (int)sizeof name, b->dev);
-    printf("kiln bench gpu: %s (device %d), median of %d runs%s\n", name, b->device, b->reps,
-           b->quick ? ", --quick sizes" : "");
-    printf("%-26s %12s %-8s %8s %9s %4s  %s\n", "benchmark", "value", "unit", "ratio",
-           "target", "", "note");
+    fprintf(b->tab, "kiln bench gpu: %s (device %d), median of %d runs%s\n", name, b->device,
+            b->reps, b->quick ? ", --quick sizes" : "");
+    fprintf(b->tab, "%-26s %12s %-8s %8s %9s %4s  %s\n", "benchmark", "value", "unit", "ratio",
+            "target", "", "note");
     if (b->json != NULL) {
         fprintf(b->json, "{\"device\": \"%s\", \"reps\": %d, \"quick\": %s, \"rows\": [", name,
                 b->reps, b->quick ? "true" : "false");
@@ -613,7 +617,8 @@ int kiln_bench_gpu(int argc, char **argv)
         if (b->json != stdout)
             fclose(b->json);
     }
-    printf("kiln bench gpu: %d target(s) missed, %d benchmark error(s)\n", b->misses, fails);
+    fprintf(b->tab, "kiln bench gpu: %d target(s) missed, %d benchmark error(s)\n", b->misses,
+            fails);
     rc = (fails || b->misses) ? 1 : 0;
 out:
     kiln_context_destroy(b->kctx);
