@@ -92,7 +92,7 @@ static const struct {
 static void expect_opt_error(const json_t *ej, const errsnap *e,
                              const char *what, cf_outcome *o)
 {
-    const char *kind;
+    const char *kind = NULL;
     char err[CF_MSG];
     if (cf_json_string(ej, "kind", "error", &kind, err, sizeof err)) {
         failf(o, "vector: %s", err);
@@ -193,7 +193,7 @@ static int opt_string(const json_t *obj, const char *key, const char **out)
 
 static void run_parse(const cf_test *t, cf_outcome *o)
 {
-    const char *source, *setname, *input;
+    const char *source = NULL, *setname = NULL, *input = NULL;
     char err[CF_MSG];
     kiln_opt_set set;
     if (cf_json_string(t->json, "source", "test", &source, err, sizeof err) ||
@@ -240,7 +240,7 @@ static void run_parse(const cf_test *t, cf_outcome *o)
         failf(o, "%s(\"%s\") failed: %s at offset %ld: %s", what, input,
               kiln_status_name(st), e.offset, e.message);
     } else {
-        const char *want;
+        const char *want = NULL;
         if (cf_json_string(t->json, "canonical", "test", &want, err,
                            sizeof err)) {
             failf(o, "vector: %s", err);
@@ -361,7 +361,7 @@ static void output_op(const char *kf, size_t index, char *op, size_t cap)
             snprintf(outs[no++], 32, "%s", b);
         else if (n == 3 && strcmp(b, "=") == 0 && nn < 64) {
             snprintf(names[nn], 32, "%s", a);
-            snprintf(ops[nn++], 24, "%s", c);
+            snprintf(ops[nn++], 24, "%.23s", c);
         }
         p += len + (e != NULL);
     }
@@ -1025,7 +1025,7 @@ static void run_cache(const cf_target *tg, const cf_test *t, cf_outcome *o)
 
 static void run_numerics(const cf_target *tg, const cf_test *t, cf_outcome *o)
 {
-    const char *kf;
+    const char *kf = NULL;
     kiln_fusion *f = parse_fusion(t->json, &kf, o);
     if (f == NULL)
         return;
@@ -1050,7 +1050,7 @@ static void run_numerics(const cf_target *tg, const cf_test *t, cf_outcome *o)
     st = kiln_execute(ctx, f, in.t, in.n, outs, n_outs, &x.eo, NULL);
     const json_t *ej = json_object_get(t->json, "error");
     if (ej != NULL) {
-        const char *want;
+        const char *want = NULL;
         char err[CF_MSG];
         if (cf_json_string(ej, "status", "error", &want, err, sizeof err))
             failf(o, "vector: %s", err);
@@ -1126,7 +1126,7 @@ static void run_differential(const cf_target *tg, const cf_test *t,
                  "is ref itself (nothing to compare against)");
         return;
     }
-    const char *kf;
+    const char *kf = NULL;
     kiln_fusion *f = parse_fusion(t->json, &kf, o);
     if (f == NULL)
         return;

@@ -152,7 +152,7 @@ int cf_check_from_json(const json_t *j, const char *where, kiln_dtype dt,
 {
     cf_check c;
     memset(&c, 0, sizeof c);
-    const char *kind;
+    const char *kind = NULL;
     char e[256];
     if (!json_is_object(j))
         return fail(err, cap, "%s: a check must be an object", where);

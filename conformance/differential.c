@@ -96,7 +96,7 @@ int cf_diff_generate(const json_t *input, const char *where, uint64_t *state,
                     "'strides')", where);
     }
     const json_t *dist = json_object_get(input, "dist");
-    const char *kind;
+    const char *kind = NULL;
     char w[160];
     snprintf(w, sizeof w, "%s.dist", where);
     if (!json_is_object(dist)) {

@@ -388,7 +388,7 @@ static void collect(const run *r, SRunner *sr, cf_result *res,
             if (rs->status != CF_PASS)
                 rs->msg = strdup(msg);
             for (size_t k = 0; k < json_array_size(ulp); k++) {
-                const char *op, *dt;
+                const char *op = NULL, *dt = NULL;
                 json_int_t u;
                 if (json_unpack(json_array_get(ulp, k), "[ssI]", &op, &dt, &u))
                     continue;

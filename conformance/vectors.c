@@ -201,7 +201,7 @@ int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
                     je.column, je.text);
     cf_file f;
     memset(&f, 0, sizeof f);
-    const char *suite, *version, *category;
+    const char *suite = NULL, *version = NULL, *category = NULL;
     const json_t *notes, *groups, *count;
     if (!json_is_object(root)) {
         fail(e, sizeof e, "top level must be an object");
@@ -263,7 +263,7 @@ int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
     for (size_t g = 0; g < json_array_size(groups); g++) {
         const json_t *grp = json_array_get(groups, g);
         const json_t *tests = json_object_get(grp, "tests");
-        const char *type;
+        const char *type = NULL;
         char w[96];
         snprintf(w, sizeof w, "testGroups[%zu]", g);
         if (cf_json_string(grp, "type", w, &type, e, sizeof e))
@@ -391,7 +391,7 @@ int cf_tensor_from_json(const json_t *j, const char *where, int need_data,
 {
     cf_tensor t;
     memset(&t, 0, sizeof t);
-    const char *dts;
+    const char *dts = NULL;
     if (!json_is_object(j))
         return fail(err, cap, "%s: a tensor must be an object", where);
     if (cf_json_string(j, "dtype", where, &dts, err, cap))
