@@ -34,7 +34,8 @@
 **     (rsqrt = 1/sqrt, sigmoid = 1/(1+exp(-x)) in double): within 1 ulp.
 **     f64 transcendentals are computed in long double (x86-64: 64-bit
 **     significand) and rounded to double: within 1 ulp on glibc (the
-**     contract bounds are 1-4 ulp).  Under valgrind, which emulates long
+**     contract bounds are 1-4 ulp); f64 rsqrt is then corrected to the
+**     correctly rounded result with an exact integer test.  Under valgrind, which emulates long
 **     double with double, they degrade to ~2 ulp.
 **   - maximum/minimum and max/min reductions propagate NaN (torch).
 **   - Sums: f32 accumulates in double, f64 with Neumaier (compensated)
@@ -695,6 +696,53 @@ static void un_f32(int op, const float *x, float *y, int64_t n)
 
 typedef long double ld;
 
+static int bitlen_u128(unsigned __int128 v)
+{
+    uint64_t hi = (uint64_t)(v >> 64);
+    return hi ? 128 - __builtin_clzll(hi)
+              : (uint64_t)v ? 64 - __builtin_clzll((uint64_t)v) : 0;
+}
+
+/* 1 when the exact 1/sqrt(x) is above m = M * 2^em (x > 0 finite, M odd
+** > 1, M < 2^55): 1/sqrt(x) > m  <=>  x * m^2 < 1  <=>  X * M^2 < 2^k.
+** X * M^2 has an odd factor > 1, so it never equals 2^k. */
+static int rsqrt_above(uint64_t X, int ex, uint64_t M, int em)
+{
+    unsigned __int128 m2 = (unsigned __int128)M * M; /* < 2^110 */
+    unsigned __int128 lo = (unsigned __int128)X * (uint64_t)m2;
+    unsigned __int128 hi = (unsigned __int128)X * (uint64_t)(m2 >> 64) + (lo >> 64);
+    int len = hi ? 64 + bitlen_u128(hi) : bitlen_u128((uint64_t)lo);
+    int k = -(ex + 2 * em);
+    return len <= k;
+}
+
+/* Correctly rounded f64 rsqrt.  The long double estimate is within a small
+** fraction of an ulp, so the answer is it or a neighbour; which one is
+** settled exactly against the two midpoints (a near-tie would otherwise
+** round the wrong way, e.g. at the largest subnormal). */
+static double rsqrt_f64(double x)
+{
+    double r = (double)(1.0L / sqrtl((ld)x));
+    if (!(x > 0) || isinf(x) || !isfinite(r))
+        return r; /* NaN, negatives, +-0, +inf: the estimate is exact */
+    uint64_t xb, rb;
+    memcpy(&xb, &x, 8);
+    memcpy(&rb, &r, 8);
+    int xe = (int)(xb >> 52);
+    uint64_t X = xb & ((1ull << 52) - 1);
+    int ex = xe ? xe - 1075 : -1074;
+    if (xe)
+        X |= 1ull << 52;
+    /* r is normal: 2^-512 <= r <= 2^537 */
+    uint64_t R = (rb & ((1ull << 52) - 1)) | (1ull << 52);
+    int e = (int)(rb >> 52) - 1075;
+    if (rsqrt_above(X, ex, 2 * R + 1, e - 1))
+        return nextafter(r, INFINITY);
+    int below = R == (1ull << 52) ? !rsqrt_above(X, ex, 4 * R - 1, e - 2)
+                                  : !rsqrt_above(X, ex, 2 * R - 1, e - 1);
+    return below ? nextafter(r, 0.0) : r;
+}
+
 static void un_f64(int op, const double *x, double *y, int64_t n)
 {
     switch (op) {
@@ -703,7 +751,7 @@ static void un_f64(int op, const double *x, double *y, int64_t n)
     case KILN_OP_EXP: LOOP((double)expl((ld)x[i])); break;
     case KILN_OP_LOG: LOOP((double)logl((ld)x[i])); break;
     case KILN_OP_SQRT: LOOP(sqrt(x[i])); break;
-    case KILN_OP_RSQRT: LOOP((double)(1.0L / sqrtl((ld)x[i]))); break;
+    case KILN_OP_RSQRT: LOOP(rsqrt_f64(x[i])); break;
     case KILN_OP_RECIPROCAL: LOOP(1.0 / x[i]); break;
     case KILN_OP_SIN: LOOP((double)sinl((ld)x[i])); break;
     case KILN_OP_COS: LOOP((double)cosl((ld)x[i])); break;

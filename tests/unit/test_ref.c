@@ -558,6 +558,30 @@ START_TEST(f64_unary_ops)
                           kiln_op_name((kiln_op)t[o].op), in[i], out[i], want);
         }
     }
+    /* rsqrt f64 is correctly rounded, near-ties included (expected values
+    ** are the correctly rounded results, e.g. from mpmath) */
+    static const uint64_t rs_in[] = {
+        0x000fffffffffffffull, /* largest subnormal: just above a tie */
+        0x7fefffffffffffffull, 0x3fe0000000000000ull, 0x4008000000000000ull,
+        0x4000000000000000ull, 0x4010000000000000ull, 0x0000000000000001ull,
+        0x000012688b70e62bull, 0x46293e5939a08ceaull, 0x3fb999999999999aull,
+        0x7ff0000000000000ull, 0x0000000000000000ull, 0x8000000000000000ull,
+        0xbff0000000000000ull};
+    static const uint64_t rs_want[] = {
+        0x5fe0000000000001ull, 0x1ff0000000000000ull, 0x3ff6a09e667f3bcdull,
+        0x3fe279a74590331cull, 0x3fe6a09e667f3bcdull, 0x3fe0000000000000ull,
+        0x6180000000000000ull, 0x601dd55745cbb7faull, 0x3cd203af9ee75616ull,
+        0x40094c583ada5b52ull, 0x0000000000000000ull, 0x7ff0000000000000ull,
+        0xfff0000000000000ull, 0x7ff8000000000000ull};
+    enum { NRS = sizeof rs_in / sizeof rs_in[0] };
+    double rsx[NRS], rsy[NRS];
+    memcpy(rsx, rs_in, sizeof rsx);
+    run_un(KILN_OP_RSQRT, KILN_F64, rsx, rsy, NRS);
+    for (int i = 0; i < NRS; i++)
+        ck_assert_msg(same_f64(rsy[i], bitsd(rs_want[i])), "rsqrt(%a) = %a", rsx[i], rsy[i]);
+    run_un(KILN_OP_RSQRT, KILN_F64, in, out, N);
+    for (int i = 0; i < N; i++)
+        ck_assert(ulp64(out[i], (double)(1.0L / sqrtl((long double)in[i]))) <= 1);
     double one = 1.0;
     run_un(KILN_OP_EXP, KILN_F64, &one, &r2, 1);
     ck_assert_uint_eq(dbits(r2), 0x4005bf0a8b145769ull); /* e */
