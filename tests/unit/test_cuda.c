@@ -997,17 +997,16 @@ static int in_dtype_of(const kiln_ir_segment *s, uint32_t k)
     return KILN_F32;
 }
 
-/* Run seg on cuda and ref with the same inputs; compare the outputs. */
-static void gpu_vs_ref(const kiln_backend *cu, void *cst, const kiln_backend *rf, void *rst,
-                       const kiln_ir_segment *seg, const gcase *c, const char *what)
+/* Run compiled seg on cuda and ref with the same inputs (case c);
+** compare the outputs. */
+static void gpu_vs_ref_run(const kiln_backend *cu, void *cst, const kiln_backend *rf,
+                           void *rst, const kiln_ir_segment *seg, void *hc, void *hr,
+                           const gcase *c, const char *what)
 {
-    kiln_kernel_options ko = ko_default();
-    kiln_kernel_out oc, orf;
-    memset(&oc, 0, sizeof oc);
-    memset(&orf, 0, sizeof orf);
     char err[8192];
-    ck_assert_msg(cu->compile(cst, seg, &ko, &oc, err, sizeof err) == KILN_OK, "%s: %s", what, err);
-    ck_assert_msg(rf->compile(rst, seg, &ko, &orf, err, sizeof err) == KILN_OK, "%s: %s", what, err);
+    kiln_kernel_out oc, orf;
+    oc.handle = hc;
+    orf.handle = hr;
     kiln_ir_tensor hin[4], din[4], hout[4], rout[4], dout[4];
     void *hbuf[4] = {0}, *dbuf[4] = {0}, *obuf[4] = {0}, *rbuf[4] = {0}, *dobuf[4] = {0};
     for (uint32_t k = 0; k < seg->n_inputs; k++) {
@@ -1047,7 +1046,8 @@ static void gpu_vs_ref(const kiln_backend *cu, void *cst, const kiln_backend *rf
     L.outputs = dout;
     L.profile = 1;
     ck_assert_msg(cu->launch(cst, oc.handle, &L, err, sizeof err) == KILN_OK, "%s: cuda %s", what, err);
-    ck_assert_msg(L.gpu_ms >= 0, "%s: no profile time", what);
+    if (cu == kiln__backend_cuda())
+        ck_assert_msg(L.gpu_ms >= 0, "%s: no profile time", what);
     for (uint32_t k = 0; k < seg->n_outputs; k++) {
         int dt = out_dtype(seg, k);
         size_t es = kiln_dtype_size((kiln_dtype)dt);
@@ -1078,6 +1078,25 @@ static void gpu_vs_ref(const kiln_backend *cu, void *cst, const kiln_backend *rf
         if (dbuf[k]) cu->mem_free(cst, dbuf[k]);
         if (dobuf[k]) cu->mem_free(cst, dobuf[k]);
     }
+}
+
+/* Compile seg once on both backends, run every case, release. */
+static void gpu_vs_ref(const kiln_backend *cu, void *cst, const kiln_backend *rf, void *rst,
+                       const kiln_ir_segment *seg, const gcase *cases, int ncases,
+                       const char *what)
+{
+    kiln_kernel_options ko = ko_default();
+    kiln_kernel_out oc, orf;
+    memset(&oc, 0, sizeof oc);
+    memset(&orf, 0, sizeof orf);
+    char err[8192];
+    ck_assert_msg(cu->compile(cst, seg, &ko, &oc, err, sizeof err) == KILN_OK, "%s: %s", what, err);
+    ck_assert_msg(rf->compile(rst, seg, &ko, &orf, err, sizeof err) == KILN_OK, "%s: %s", what, err);
+    for (int i = 0; i < ncases; i++) {
+        char w[160];
+        snprintf(w, sizeof w, "%s, case %d", what, i);
+        gpu_vs_ref_run(cu, cst, rf, rst, seg, oc.handle, orf.handle, &cases[i], w);
+    }
     cu->release(cst, oc.handle);
     rf->release(rst, orf.handle);
 }
@@ -1089,16 +1108,10 @@ static int transcendental(int op)
            op == KILN_OP_ERF || op == KILN_OP_POW;
 }
 
-START_TEST(gpu_generated_kernels_match_ref)
+/* The whole differential sweep; `cu` is the cuda backend on a GPU, or the
+** host shim below (to check the harness itself everywhere). */
+static void differential(const kiln_backend *cu, void *cst, const kiln_backend *rf, void *rst)
 {
-    const kiln_backend *cu = kiln__backend_cuda(), *rf = kiln__backend_ref();
-    void *cst = NULL, *rst = NULL;
-    char err[1024];
-    if (cu->open(0, &cst, err, sizeof err) != KILN_OK) {
-        fprintf(stderr, "test_cuda: GPU differential test skipped: %s\n", err);
-        return;
-    }
-    ck_assert_int_eq(rf->open(0, &rst, err, sizeof err), KILN_OK);
     tseg t;
     char what[96];
     /* pointwise catalogue entries (not transcendentals): two shapes, the
@@ -1108,6 +1121,7 @@ START_TEST(gpu_generated_kernels_match_ref)
         const kiln_ir_node *last = &t.n[t.nn - 1];
         if (t.s.kind != KILN_SEGK_POINTWISE || transcendental(last->op))
             continue;
+        gcase cs[2];
         for (int sh = 0; sh < 2; sh++) {
             gcase c;
             memset(&c, 0, sizeof c);
@@ -1120,38 +1134,42 @@ START_TEST(gpu_generated_kernels_match_ref)
             c.special = 1;
             if (c.rank == 2) /* input 1 broadcast over rows */
                 c.in_sz[1][0] = 1;
-            snprintf(what, sizeof what, "catalogue %d (%s) shape %d", i,
-                     kiln_op_name((kiln_op)last->op), sh);
-            gpu_vs_ref(cu, cst, rf, rst, ts_done(&t), &c, what);
+            cs[sh] = c;
         }
+        snprintf(what, sizeof what, "catalogue %d (%s)", i, kiln_op_name((kiln_op)last->op));
+        gpu_vs_ref(cu, cst, rf, rst, ts_done(&t), cs, 2, what);
     }
     /* reductions: inner/outer/mixed, few long rows (split + finish) and
     ** many short ones (warp per row) */
     static const int rops[3] = {KILN_OP_SUM, KILN_OP_RMAX, KILN_OP_RMIN};
     static const int rdts[4] = {KILN_I32, KILN_I64, KILN_F32, KILN_F64};
-    static const struct { int rank; uint32_t axes; int64_t dom[3]; } rs[] = {
-        {2, 2u, {3, 50003, 1}}, {2, 2u, {3000, 7, 1}}, {2, 2u, {300, 4096, 1}},
-        {2, 1u, {50003, 3, 1}}, {2, 1u, {64, 3000, 1}}, {2, 1u, {7, 301, 1}},
-        {3, 5u, {17, 5, 33}}, {1, 1u, {1 << 20, 1, 1}}};
+    static const struct { int rank; uint32_t axes; int n; int64_t dom[3][3]; } rs[] = {
+        {2, 2u, 3, {{3, 50003, 1}, {3000, 7, 1}, {300, 4096, 1}}},
+        {2, 1u, 3, {{50003, 3, 1}, {64, 3000, 1}, {7, 301, 1}}},
+        {3, 5u, 1, {{17, 5, 33}}},
+        {1, 1u, 1, {{1 << 20, 1, 1}}}};
     for (int r = 0; r < 3; r++)
         for (int d = 0; d < 4; d++)
             for (size_t q = 0; q < sizeof rs / sizeof rs[0]; q++) {
                 seg_reduce(&t, rops[r], rdts[d], rs[q].rank, rs[q].axes, AC);
-                gcase c;
-                memset(&c, 0, sizeof c);
-                c.rank = rs[q].rank;
-                for (int a = 0; a < c.rank; a++) {
-                    c.dom[a] = rs[q].dom[a];
-                    c.in_sz[0][a] = c.dom[a];
-                    int red = (rs[q].axes >> a) & 1u;
-                    c.in_sz[1][a] = c.out_sz[0][a] = c.out_sz[1][a] = red ? 1 : c.dom[a];
+                gcase cs[3];
+                for (int k = 0; k < rs[q].n; k++) {
+                    gcase *c = &cs[k];
+                    memset(c, 0, sizeof *c);
+                    c->rank = rs[q].rank;
+                    for (int a = 0; a < c->rank; a++) {
+                        c->dom[a] = rs[q].dom[k][a];
+                        c->in_sz[0][a] = c->dom[a];
+                        int red = (rs[q].axes >> a) & 1u;
+                        c->in_sz[1][a] = c->out_sz[0][a] = c->out_sz[1][a] = red ? 1 : c->dom[a];
+                    }
+                    c->special = rops[r] != KILN_OP_SUM; /* exact sums: small values */
+                    c->rtol = (rops[r] == KILN_OP_SUM && rdts[d] == KILN_F32) ? 1e-6
+                            : (rops[r] == KILN_OP_SUM && rdts[d] == KILN_F64) ? 1e-14 : 0;
                 }
-                c.special = rops[r] != KILN_OP_SUM; /* exact sums: small values */
-                c.rtol = (rops[r] == KILN_OP_SUM && rdts[d] == KILN_F32) ? 1e-6
-                       : (rops[r] == KILN_OP_SUM && rdts[d] == KILN_F64) ? 1e-14 : 0;
-                snprintf(what, sizeof what, "%s %s case %zu", kiln_op_name((kiln_op)rops[r]),
+                snprintf(what, sizeof what, "%s %s group %zu", kiln_op_name((kiln_op)rops[r]),
                          kiln_dtype_name((kiln_dtype)rdts[d]), q);
-                gpu_vs_ref(cu, cst, rf, rst, ts_done(&t), &c, what);
+                gpu_vs_ref(cu, cst, rf, rst, ts_done(&t), cs, rs[q].n, what);
             }
     /* matmul: standalone, epilogue, fallback (cuBLAS when present) */
     static const int mdts[3] = {KILN_F16, KILN_BF16, KILN_F32};
@@ -1172,10 +1190,62 @@ START_TEST(gpu_generated_kernels_match_ref)
             c.out_sz[0][0] = 70; c.out_sz[0][1] = 90;
             c.rtol = kind == 2 ? 1e-3 : 1e-6; /* cuBLAS: its own order */
             snprintf(what, sizeof what, "matmul %s kind %d", kiln_dtype_name((kiln_dtype)mdts[d]), kind);
-            gpu_vs_ref(cu, cst, rf, rst, ts_done(&t), &c, what);
+            gpu_vs_ref(cu, cst, rf, rst, ts_done(&t), &c, 1, what);
         }
+}
+
+START_TEST(gpu_generated_kernels_match_ref)
+{
+    const kiln_backend *cu = kiln__backend_cuda(), *rf = kiln__backend_ref();
+    void *cst = NULL, *rst = NULL;
+    char err[1024];
+    if (cu->open(0, &cst, err, sizeof err) != KILN_OK) {
+        fprintf(stderr, "test_cuda: GPU differential test skipped: %s\n", err);
+        return;
+    }
+    ck_assert_int_eq(rf->open(0, &rst, err, sizeof err), KILN_OK);
+    differential(cu, cst, rf, rst);
     rf->close(rst);
     cu->close(cst);
+}
+END_TEST
+
+/* A "device" backend that is ref with host memory: runs the differential
+** harness without a GPU, so the harness (views, shapes, comparisons) is
+** itself tested on every machine. */
+static kiln_status shim_alloc(void *st, size_t n, void **p, char *err, size_t cap)
+{
+    (void)st; (void)err; (void)cap;
+    *p = malloc(n ? n : 16);
+    return *p ? KILN_OK : KILN_ERR_NO_MEMORY;
+}
+static void shim_free(void *st, void *p)
+{
+    (void)st;
+    free(p);
+}
+static kiln_status shim_copy(void *st, void *dst, const void *src, size_t n, int dir, char *err,
+                             size_t cap)
+{
+    (void)st; (void)dir; (void)err; (void)cap;
+    memcpy(dst, src, n);
+    return KILN_OK;
+}
+
+START_TEST(differential_harness_on_host)
+{
+    kiln_backend shim = *kiln__backend_ref();
+    shim.mem_alloc = shim_alloc;
+    shim.mem_free = shim_free;
+    shim.mem_copy = shim_copy;
+    const kiln_backend *rf = kiln__backend_ref();
+    void *cst = NULL, *rst = NULL;
+    char err[1024];
+    ck_assert_int_eq(shim.open(0, &cst, err, sizeof err), KILN_OK);
+    ck_assert_int_eq(rf->open(0, &rst, err, sizeof err), KILN_OK);
+    differential(&shim, cst, rf, rst);
+    rf->close(rst);
+    shim.close(cst);
 }
 END_TEST
 
@@ -1202,6 +1272,7 @@ Suite *cuda_suite(void)
     tcase_add_test(nv, nvrtc_all_ops_fast_nofma_strided64);
     tcase_add_test(nv, nvrtc_option_sets);
     tcase_add_test(nv, gpu_generated_kernels_match_ref);
+    tcase_add_test(nv, differential_harness_on_host);
     suite_add_tcase(s, nv);
     return s;
 }
