@@ -280,8 +280,10 @@ static void cuda_close(void *state)
 }
 
 /* "cuda sm_90 nvrtc-13.0 codegen=1 cublas=yes flags=... simplify_off=...
-** opts=<canonical kernel-level options>": changes with every kernel-level
-** option, the target, the compiler and the generator. */
+** ko=fm0,li0,g0,c1,s1": changes with every kernel-level option (ko= spells
+** out each decoded field, simplify_off the passes), the target, the
+** compiler and the generator.  Short enough for the runtime's 512-byte
+** identity field even with eight NVRTC architectures. */
 static kiln_status identity_text(const kiln_cuda_api *api, const char *prefix,
                                  const char *archs, const char *arch0,
                                  const kiln_kernel_options *ko, char *buf,
@@ -298,13 +300,12 @@ static kiln_status identity_text(const kiln_cuda_api *api, const char *prefix,
     ** flags (lineinfo under -G) still give distinct identities */
     int n = snprintf(buf, cap,
                      "%s %s nvrtc-%d.%d codegen=%d%s flags=%s simplify_off=%s "
-                     "ko=fm%d,li%d,g%d,c%d,s%d opts=%s",
+                     "ko=fm%d,li%d,g%d,c%d,s%d",
                      prefix, archs, api->nvrtc_major, api->nvrtc_minor,
                      KILN_CUDA_CODEGEN_VERSION,
                      api->h_cuda == NULL ? "" : api->h_cublas ? " cublas=yes" : " cublas=no",
                      flags, simp[0] ? simp : "-", ko->fast_math != 0, ko->lineinfo != 0,
-                     ko->debug != 0, ko->contract != 0, ko->sass != 0,
-                     ko->canonical ? ko->canonical : "");
+                     ko->debug != 0, ko->contract != 0, ko->sass != 0);
     if (n < 0 || (size_t)n >= cap)
         return kiln__err(KILN_ERR_LIMIT, "cuda identity: buffer of %zu bytes too small", cap);
     return KILN_OK;
