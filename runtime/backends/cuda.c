@@ -604,7 +604,9 @@ static kiln_status launch_pointwise(cuda_state *st, cuda_kernel *k, kiln_launch 
         uint64_t *w = view_words(p, in, is_out, kk);
         ok = aligned16((const void *)(uintptr_t)w[0]) &&
              (is_out ? w[R] == 1 : w[R] <= 1);
-        for (int d = 0; d < R - 1 && ok; d++)
+        /* vector accesses start at multiples of VEC; a view broadcast
+        ** along the inner axis is read one scalar per vector instead */
+        for (int d = 0; d < R - 1 && ok && w[R] == 1; d++)
             ok = w[1 + d] % (uint64_t)vec == 0;
     }
     uint64_t *t = tail(p, in);
@@ -647,7 +649,7 @@ static kiln_status launch_reduction(cuda_state *st, cuda_kernel *k, kiln_launch 
             continue;
         uint64_t *w = view_words(p, in, 0, v);
         ok = aligned16((const void *)(uintptr_t)w[0]) && w[R] <= 1;
-        for (int d = 0; d < R - 1 && ok; d++)
+        for (int d = 0; d < R - 1 && ok && w[R] == 1; d++)
             ok = w[1 + d] % (uint64_t)vec == 0;
     }
     uint64_t target = (uint64_t)st->sms * 8, S = 1, chunk = J > 0 ? J : 1;

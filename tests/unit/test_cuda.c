@@ -1116,13 +1116,13 @@ static void differential(const kiln_backend *cu, void *cst, const kiln_backend *
     char what[96];
     /* pointwise catalogue entries (not transcendentals): two shapes, the
     ** second with a tail that the vector path must finish */
-    static const int64_t shapes[2][2] = {{64, 128}, {37, 129}};
+    static const int64_t shapes[3][2] = {{64, 128}, {37, 129}, {64, 128}};
     for (int i = 0; catalogue(i, &t, AC); i++) {
         const kiln_ir_node *last = &t.n[t.nn - 1];
         if (t.s.kind != KILN_SEGK_POINTWISE || transcendental(last->op))
             continue;
-        gcase cs[2];
-        for (int sh = 0; sh < 2; sh++) {
+        gcase cs[3];
+        for (int sh = 0; sh < 3; sh++) {
             gcase c;
             memset(&c, 0, sizeof c);
             c.rank = last->rank;
@@ -1132,12 +1132,12 @@ static void differential(const kiln_backend *cu, void *cst, const kiln_backend *
                 for (int d = 0; d < c.rank; d++)
                     c.in_sz[k][d] = c.out_sz[k][d] = c.dom[d];
             c.special = 1;
-            if (c.rank == 2) /* input 1 broadcast over rows */
-                c.in_sz[1][0] = 1;
+            if (c.rank == 2) /* input 1 broadcast over rows, or (shape 2) columns */
+                c.in_sz[1][sh == 2 ? 1 : 0] = 1;
             cs[sh] = c;
         }
         snprintf(what, sizeof what, "catalogue %d (%s)", i, kiln_op_name((kiln_op)last->op));
-        gpu_vs_ref(cu, cst, rf, rst, ts_done(&t), cs, 2, what);
+        gpu_vs_ref(cu, cst, rf, rst, ts_done(&t), cs, 3, what);
     }
     /* reductions: inner/outer/mixed, few long rows (split + finish) and
     ** many short ones (warp per row) */
