@@ -62,8 +62,8 @@ def _flag(word, state):
     m = re.fullmatch(r"--shard=([0-9]{1,4})/([0-9]{1,4})", word)
     if m:
         i, n = int(m.group(1)), int(m.group(2))
-        if n == 0 or i >= n:
-            raise TriggerError("shard %d/%d out of range (need 0 <= I < N)" % (i, n))
+        if n == 0 or i == 0 or i > n:
+            raise TriggerError("shard %d/%d out of range (need 1 <= I <= N)" % (i, n))
         state["shard"] = "%d/%d" % (i, n)
         return
     raise TriggerError("unknown flag %r (valid: --serde, --backend=B, "

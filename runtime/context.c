@@ -1,6 +1,6 @@
 /*
 ** context.c -- the execution context: backend choice and loading (built-in
-** "ref"/"cuda", "auto", or a plugin shared object by path), the environment
+** "ref"/"cuda"/"nvrtc", "auto", or a plugin shared object by path), the environment
 ** snapshot, and the context-wide counters.
 **
 ** Invariants:
@@ -119,8 +119,11 @@ static kiln_status open_backend(const char *spec, int device, kiln_backend *be,
         }
         spec = "ref"; /* cuda unusable here: the reference backend */
     }
-    if (strcmp(spec, "ref") == 0 || strcmp(spec, "cuda") == 0) {
-        d = spec[0] == 'r' ? kiln__backend_ref() : kiln__backend_cuda();
+    if (strcmp(spec, "ref") == 0 || strcmp(spec, "cuda") == 0 ||
+        strcmp(spec, "nvrtc") == 0) {
+        d = spec[0] == 'r'   ? kiln__backend_ref()
+            : spec[0] == 'c' ? kiln__backend_cuda()
+                             : kiln__backend_nvrtc();
         if (d == NULL) {
             snprintf(why, cap, "%s: backend not built into this library",
                      spec);

@@ -9,8 +9,7 @@
 # options, fast_math + disable=fma with strided 64-bit-indexed views, and
 # the lineinfo / PTX (disable=compile_to_sass) / expr_simplify-off / -G
 # option sets, each compiled for sm_90 and sm_80.
-# Stage 2 (KILN_NVRTC_CONFORM=1, once the runner knows the "nvrtc" backend):
-# `kiln conform --backend nvrtc`.
+# Stage 2: `kiln conform --backend nvrtc`, the whole suite (below).
 #
 # NVRTC that cannot be loaded is a failure, never a silent pass
 # (KILN_TEST_NVRTC_REQUIRED).  KILN_NVRTC_PATH selects a libnvrtc.
@@ -22,10 +21,29 @@ fi
 echo "nvrtc-check: full codegen sweep (sm_90, sm_80) with $BUILD/unit_tests"
 KILN_TEST_NVRTC_REQUIRED=1 KILN_TEST_NVRTC_FULL=1 KILN_TEST_FILTER=cuda \
     "$BUILD/unit_tests"
-if [ -x "$BUILD/kiln" ] && "$BUILD/kiln" conform --help 2>&1 | grep -q -- "--backend"; then
-    if ls conformance/vectors/*.json >/dev/null 2>&1 && [ "${KILN_NVRTC_CONFORM:-0}" = 1 ]; then
-        echo "nvrtc-check: kiln conform --backend nvrtc"
-        "$BUILD/kiln" conform --backend nvrtc
+# Stage 2: the whole conformance suite through the compile-only backend:
+# every kernel the suite generates, under every option set it uses, for
+# sm_90 and sm_80 (results still checked, on ref).  Two shards run side by
+# side; identical kernels are compiled once per run (the memo keeps the full
+# text and compares it, so a hash collision cannot skip a check).
+if ls conformance/vectors/*.json >/dev/null 2>&1; then
+    memo="$BUILD/nvrtc-memo"
+    rm -rf "$memo" && mkdir -p "$memo"
+    echo "nvrtc-check: kiln conform --backend nvrtc (2 shards)"
+    pids=()
+    for i in 1 2; do
+        KILN_NVRTC_CHECK_CACHE="$memo" "$BUILD/kiln" conform --backend nvrtc \
+            --shard "$i/2" --timeout 300 > "$BUILD/nvrtc-conform-$i.log" 2>&1 &
+        pids+=($!)
+    done
+    rc=0
+    for i in 1 2; do
+        if ! wait "${pids[$((i-1))]}"; then rc=1; fi
+        grep -E "^(category|options|cache|numerics|differential|total)|Checks:" \
+            "$BUILD/nvrtc-conform-$i.log" || true
+    done
+    if [ $rc -ne 0 ]; then
+        echo "nvrtc-check: FAILED (logs: $BUILD/nvrtc-conform-*.log)"; exit 1
     fi
 fi
 echo "nvrtc-check: passed"
