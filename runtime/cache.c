@@ -354,6 +354,25 @@ void kiln__kernel_release(kiln__kernel *k)
         kernel_free(k);
 }
 
+/* The backend-facing segment IR of `s` under variant `v` (contracted when
+** the variant allows contraction).  Borrows s's arrays. */
+void kiln__pseg_ir(const kiln__pseg *s, const kiln__variant *v,
+                   kiln_ir_segment *seg)
+{
+    const kiln__segir *ir = &s->ir[v->ko.contract && s->contracts ? 1 : 0];
+    memset(seg, 0, sizeof *seg);
+    seg->struct_size = sizeof *seg;
+    seg->kind = s->kind;
+    seg->nodes = ir->nodes;
+    seg->n_nodes = ir->n_nodes;
+    seg->n_inputs = s->n_leaves;
+    seg->outputs = ir->outputs;
+    seg->n_outputs = s->n_outs;
+    seg->input_traits = s->in_traits;
+    seg->output_traits = s->out_traits;
+    seg->index64 = s->index64;
+}
+
 /* Compile blob's segment with backend (be, state).  On UNSUPPORTED from a
 ** non-reference backend, compiles with the reference backend instead and
 ** marks the kernel `reference`. */
@@ -361,19 +380,8 @@ static kiln_status compile_into(kiln_context *ctx, const kiln__pseg *s,
                                 const kiln__variant *v, kiln__kernel *k,
                                 char *err, size_t cap)
 {
-    const kiln__segir *ir = &s->ir[v->ko.contract && s->contracts ? 1 : 0];
     kiln_ir_segment seg;
-    memset(&seg, 0, sizeof seg);
-    seg.struct_size = sizeof seg;
-    seg.kind = s->kind;
-    seg.nodes = ir->nodes;
-    seg.n_nodes = ir->n_nodes;
-    seg.n_inputs = s->n_leaves;
-    seg.outputs = ir->outputs;
-    seg.n_outputs = s->n_outs;
-    seg.input_traits = s->in_traits;
-    seg.output_traits = s->out_traits;
-    seg.index64 = s->index64;
+    kiln__pseg_ir(s, v, &seg);
     memset(&k->out, 0, sizeof k->out);
     kiln_status st = ctx->be.compile(ctx->be_state, &seg, &v->ko, &k->out,
                                      err, cap);

@@ -203,6 +203,9 @@ kiln_status kiln__variant_get(kiln_context *ctx, const struct kiln_options *o,
 ** compiling it once (single-flight).  nocache: compile a private kernel
 ** (disable=nvrtc_caching).  On success *out holds one reference and *hit
 ** says whether it came from the cache. */
+/* The segment IR handed to the backend for `s` under variant `v`. */
+void kiln__pseg_ir(const kiln__pseg *s, const kiln__variant *v,
+                   kiln_ir_segment *seg);
 kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
                              const kiln__variant *v, int nocache,
                              kiln__kernel **out, int *hit);

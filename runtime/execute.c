@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "backends/cuda_codegen.h"
 
 #define SMALL_NODES 32
 #define SMALL_VIEWS 16
@@ -343,6 +344,33 @@ static void dump_view(FILE *o, const char *what, uint32_t k,
     for (int a = 0; a < t->rank; a++)
         fprintf(o, "%s%lld", a ? "," : "", (long long)t->strides[a]);
     fprintf(o, "]\n");
+}
+
+/* KILN_DUMP=cuda_kernel: print the CUDA source of every kernel this call
+** compiled (cache misses) on a CUDA-generating backend.  The source is
+** regenerated from the same segment IR the backend compiled, so it is what
+** the backend compiled. */
+static void dump_cuda_kernels(kiln_context *ctx, const kiln__plan *p,
+                              const kiln__variant *var, const call *c,
+                              FILE *dump)
+{
+    if (strcmp(ctx->name, "cuda") != 0 && strcmp(ctx->name, "nvrtc") != 0)
+        return;
+    for (uint32_t i = 0; i < p->n_segs; i++) {
+        if (c->hit[i] || c->kern[i]->reference)
+            continue;
+        kiln_ir_segment seg;
+        kiln__pseg_ir(&p->segs[i], var, &seg);
+        char *src = NULL;
+        kiln_cuda_kinfo info;
+        if (kiln__cuda_codegen(&seg, &var->ko, &src, &info) != KILN_OK)
+            continue; /* the backend compiled it, so this cannot fail */
+        flockfile(dump);
+        fprintf(dump, "kiln: cuda_kernel: segment %u (%s) kernel %016llx\n%s\n",
+                i, p->segs[i].what, (unsigned long long)c->kern[i]->hash, src);
+        funlockfile(dump);
+        kiln__free(src);
+    }
 }
 
 /* ------------------------------------------------------- host staging */
@@ -912,6 +940,8 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
             goto fail;
         }
     }
+    if (kiln__opt_on(&eo, KOPT_DUMP_CUDA_KERNEL))
+        dump_cuda_kernels(ctx, p, var, &c, dump);
     if (kiln__opt_on(&eo, KOPT_DUMP_CACHE)) {
         flockfile(dump);
         fprintf(dump, "kiln: cache: plan %016llx %s\n",
