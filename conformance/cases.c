@@ -260,16 +260,27 @@ static void run_parse(const cf_test *t, cf_outcome *o)
 typedef struct inputs {
     cf_tensor *host;   /* decoded data */
     kiln_tensor **t;   /* Kiln tensors over it */
+    kiln_tensor **base;/* device storage under strided device views */
     size_t n;
 } inputs;
 
-static void inputs_free(inputs *in)
+/* Destroy the Kiln tensors (views before their storage). */
+static void inputs_unwrap(inputs *in)
 {
     for (size_t i = 0; i < in->n; i++) {
         kiln_tensor_destroy(in->t ? in->t[i] : NULL);
-        cf_tensor_free(in->host ? &in->host[i] : NULL);
+        kiln_tensor_destroy(in->base ? in->base[i] : NULL);
     }
     free(in->t);
+    free(in->base);
+    in->t = in->base = NULL;
+}
+
+static void inputs_free(inputs *in)
+{
+    inputs_unwrap(in);
+    for (size_t i = 0; i < in->n; i++)
+        cf_tensor_free(in->host ? &in->host[i] : NULL);
     free(in->host);
     memset(in, 0, sizeof *in);
 }
@@ -280,26 +291,41 @@ static int use_device(kiln_context *ctx)
     return b && strcmp(b, "cuda") == 0;
 }
 
-/* Wrap decoded tensors into Kiln tensors: device tensors (written with
-** kiln_tensor_write) for contiguous inputs on a device backend, borrowed
-** host tensors otherwise (strided views keep their storage). */
+/* Wrap decoded tensors into Kiln tensors.  On a device backend: a
+** contiguous input is a device tensor written with kiln_tensor_write; a
+** strided one is a device view (borrowed pointer) over a 1-D device tensor
+** holding the stored elements as they are.  On a host backend: host
+** tensors borrowing the decoded storage. */
 static int wrap_inputs(kiln_context *ctx, inputs *in, cf_outcome *o)
 {
     in->t = calloc(in->n + 1, sizeof *in->t);
-    if (in->t == NULL) {
+    in->base = calloc(in->n + 1, sizeof *in->base);
+    if (in->t == NULL || in->base == NULL) {
         failf(o, "out of memory");
         return 1;
     }
     int dev = use_device(ctx);
     for (size_t i = 0; i < in->n; i++) {
         cf_tensor *h = &in->host[i];
+        size_t es = kiln_dtype_size(h->dtype);
         kiln_status st;
         if (dev && !h->strided) {
             st = kiln_tensor_create(ctx, h->dtype, h->rank, h->shape, NULL,
                                     KILN_MEM_DEVICE, NULL, &in->t[i]);
             if (st == KILN_OK)
-                st = kiln_tensor_write(ctx, in->t[i], h->data,
-                                       h->numel * kiln_dtype_size(h->dtype));
+                st = kiln_tensor_write(ctx, in->t[i], h->data, h->numel * es);
+        } else if (dev) {
+            int64_t len = (int64_t)h->storage;
+            st = kiln_tensor_create(ctx, h->dtype, 1, &len, NULL,
+                                    KILN_MEM_DEVICE, NULL, &in->base[i]);
+            if (st == KILN_OK)
+                st = kiln_tensor_write(ctx, in->base[i], h->data,
+                                       h->storage * es);
+            if (st == KILN_OK)
+                st = kiln_tensor_create(ctx, h->dtype, h->rank, h->shape,
+                                        h->strides, KILN_MEM_DEVICE,
+                                        kiln_tensor_data(in->base[i]),
+                                        &in->t[i]);
         } else {
             st = kiln_tensor_create(ctx, h->dtype, h->rank, h->shape,
                                     h->strided ? h->strides : NULL,
@@ -767,14 +793,29 @@ static void run_precedence(const cf_target *tg, const cf_test *t,
         goto restore;
     }
     kiln_fusion *f = NULL;
-    kiln_tensor *in = NULL;
-    float one = 1.0f;
-    if ((st = kiln_fusion_parse(prec_kf, strlen(prec_kf), &f)) != KILN_OK ||
-        (st = kiln_tensor_create(ctx, KILN_F32, 1, (const int64_t[]){1}, NULL,
-                                 KILN_MEM_HOST, &one, &in)) != KILN_OK) {
-        failf(o, "setting up neg(1-element f32): %s: %s", kiln_status_name(st),
-              kiln_last_error());
+    inputs in1;
+    memset(&in1, 0, sizeof in1);
+    in1.host = calloc(1, sizeof *in1.host);
+    if (in1.host != NULL) {
+        in1.n = 1;
+        in1.host[0].dtype = KILN_F32;
+        in1.host[0].rank = 1;
+        in1.host[0].shape[0] = 1;
+        in1.host[0].strides[0] = 1;
+        in1.host[0].numel = in1.host[0].storage = 1;
+        in1.host[0].data = calloc(1, 4);
     }
+    if (in1.host == NULL || in1.host[0].data == NULL) {
+        failf(o, "out of memory");
+    } else {
+        cf_store_bits(KILN_F32, in1.host[0].data, 0, 0x3f800000); /* 1.0 */
+        if ((st = kiln_fusion_parse(prec_kf, strlen(prec_kf), &f)) != KILN_OK)
+            failf(o, "parsing neg(1-element f32): %s: %s",
+                  kiln_status_name(st), kiln_last_error());
+        else
+            wrap_inputs(ctx, &in1, o);
+    }
+    kiln_tensor *in = in1.t ? in1.t[0] : NULL;
     for (size_t i = 0; i < json_array_size(steps) && o->status != CF_FAIL; i++) {
         const json_t *s = json_array_get(steps, i);
         const char *a = NULL;
@@ -808,7 +849,7 @@ static void run_precedence(const cf_target *tg, const cf_test *t,
             failf(o, "vector: %s: unknown action", where);
         }
     }
-    kiln_tensor_destroy(in);
+    inputs_free(&in1);
     kiln_fusion_destroy(f);
     kiln_context_destroy(ctx);
 restore:
@@ -1090,12 +1131,7 @@ static int diff_run(kiln_context *ctx, const kiln_fusion *f, inputs *in,
         return 1;
     kiln_status st = kiln_execute(ctx, f, in->t, in->n, outs, n_outs, &x->eo,
                                   NULL);
-    for (size_t i = 0; i < in->n; i++) { /* tensors belong to this context */
-        kiln_tensor_destroy(in->t[i]);
-        in->t[i] = NULL;
-    }
-    free(in->t);
-    in->t = NULL;
+    inputs_unwrap(in); /* the tensors belong to this context */
     if (st != KILN_OK) {
         failf(o, "%s: kiln_execute: %s: %s", who, kiln_status_name(st),
               kiln_last_error());
