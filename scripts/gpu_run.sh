@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Run on the GPU machine after `make gpu-bundle` here: the whole GPU job in
-# one command (device time is short).  Logs go to $OUT (or ./gpu-out).
+# one command (device time is short).  Logs come back in $OUT (or ./gpu-out)
+# as summary.log, bench.json, torch.json and logs.tgz (everything).
 #   bash scripts/gpu_run.sh [quick|full]
 # It uses the prebuilt carry/build (Check and jansson linked statically), so
 # the GPU machine needs no packages.  Each stage's status is summarised last.
 set -u
 MODE=${1:-full}
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
+FINAL=${OUT:-$PWD/gpu-out}   # what comes back: summary + one tarball
+OUT=$(mktemp -d /tmp/kiln-gpu.XXXX)
+mkdir -p "$FINAL"
 B=carry/build
 export PYTHONUNBUFFERED=1
 summary=()
@@ -24,13 +26,27 @@ stage() { # name, command...
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv > "$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
-stage probe      $B/kiln conform --backend cuda --list
+conform_sharded() { # N extra-args...: the suite on cuda in N parallel shards
+  local n=$1; shift; local rc=0 pids=()
+  for i in $(seq 1 "$n"); do
+    $B/kiln conform --backend cuda --shard "$i/$n" "$@" \
+      --junit "$OUT/conform-$i.xml" > "$OUT/conform-$i.txt" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  for i in $(seq 1 "$n"); do grep -E "^(category|options|cache|numerics|differential|total) |Checks:" "$OUT/conform-$i.txt"; done
+  grep -h -B2 -A8 -E "^[^ ]+:[0-9]+:F:|FAIL" "$OUT"/conform-*.txt | head -80
+  return $rc
+}
 stage unit       env KILN_TEST_PLUGIN=$PWD/$B/plugins/libkiln_test_plugin.so KILN_BIN=$PWD/$B/kiln $B/unit_tests
-stage conform    $B/kiln conform --backend cuda --report "$OUT/conform-cuda.md" --junit "$OUT/conform-cuda.xml"
+stage conform    conform_sharded 12
 if [ "$MODE" = full ]; then
-  stage memcheck   compute-sanitizer --tool memcheck --error-exitcode 9 $B/kiln conform --backend cuda --category cache.isolation --category numerics --timeout 120
-  stage racecheck  compute-sanitizer --tool racecheck --error-exitcode 9 $B/kiln conform --backend cuda --category numerics --filter 'sum|max|min|matmul' --timeout 120
+  stage memcheck   compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300
+  stage racecheck  compute-sanitizer --tool racecheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category numerics --filter 'sum|max|min|matmul' --shard 1/8 --timeout 300
   stage bench      $B/kiln bench gpu --json "$OUT/bench.json"
-  stage torch      python3 bench/torch_bench.py --json "$OUT/torch.json"
+  stage torch      python3 bench/torch_bench.py --kiln-json "$OUT/bench.json" --json "$OUT/torch.json"
 fi
 echo "=== summary"; printf '%s\n' "${summary[@]}" | tee -a "$OUT/summary.log"
+tar czf "$FINAL/logs.tgz" -C "$OUT" .
+for f in summary.log bench.json torch.json; do [ -f "$OUT/$f" ] && cp "$OUT/$f" "$FINAL/"; done
+echo "logs: $FINAL/logs.tgz"
