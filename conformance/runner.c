@@ -541,9 +541,19 @@ int kiln_cmd_conform(int argc, char **argv)
                     "database, not in this build\n");
             goto out;
         } else {
-            fprintf(stderr, "kiln conform: %s '%s' (see kiln conform --help)\n",
-                    a[0] == '-' && !has ? "missing value or unknown option"
-                                        : "unknown argument", a);
+            static const char *const valued[] = {
+                "--backend", "--device", "--vectors", "--category", "--filter",
+                "--exclude", "--shard", "--tap", "--junit", "--report",
+                "--timeout", NULL};
+            int needs = 0;
+            for (int k = 0; valued[k]; k++)
+                needs |= strcmp(a, valued[k]) == 0;
+            if (needs)
+                fprintf(stderr, "kiln conform: option '%s' needs a value\n", a);
+            else
+                fprintf(stderr, "kiln conform: unknown %s '%s' (see kiln "
+                        "conform --help)\n", a[0] == '-' ? "option" : "argument",
+                        a);
             goto out;
         }
 #undef ARG

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../conformance/conform.h"
@@ -539,6 +540,151 @@ START_TEST(diff_errors)
 }
 END_TEST
 
+/* ------------------------------------------- the runner, end to end (CLI) */
+
+/* `$KILN_BIN conform ARGS` through the shell with stdout+stderr in buf;
+** returns the exit status, or -1 when KILN_BIN is unset (make test-unit
+** sets it).  Runs from the repository root (the fixture paths). */
+static int conform(const char *args, char *buf, size_t cap)
+{
+    const char *bin = getenv("KILN_BIN");
+    char cmd[1024];
+    if (bin == NULL)
+        return -1;
+    snprintf(cmd, sizeof cmd, "'%s' conform %s 2>&1", bin, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(buf, 1, cap - 1, p);
+    buf[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+#define FIX "tests/conformance_fixtures/"
+
+START_TEST(cli_pass_skip_and_reports)
+{
+    static char out[65536];
+    char tap[] = "/tmp/kiln-unit-tap-XXXXXX";
+    int fd = mkstemp(tap);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char args[256];
+    snprintf(args, sizeof args, "--backend ref --vectors " FIX "basic --tap %s",
+             tap);
+    int rc = conform(args, out, sizeof out);
+    if (rc == -1) {
+        unlink(tap);
+        return;
+    }
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "kiln conform: backend ref") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "100%: Checks: 16, Failures: 0, Errors: 0"), "%s",
+                  out);
+    /* differential on ref skips, and says why */
+    ck_assert_msg(strstr(out, "SKIP 2 tests (differential/1, ...): "
+                              "differential: the backend under test is ref"),
+                  "%s", out);
+    FILE *f = fopen(tap, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    unlink(tap);
+    ck_assert_msg(strncmp(out, "TAP version 13\n1..16\nok 1 - ", 27) == 0, "%s",
+                  out);
+    ck_assert_msg(strstr(out, "ok 16 - differential/2 sum of 10000 uniform "
+                              "values # SKIP"), "%s", out);
+}
+END_TEST
+
+START_TEST(cli_bad_vectors)
+{
+    static char out[65536];
+    int rc = conform("--backend ref --vectors " FIX "badtest", out, sizeof out);
+    if (rc == -1)
+        return;
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "FAIL numerics/2 (bad hex in an input): vector: "
+                              "inputs[0].data[0]: '0x3f80000g': bad hex digit "
+                              "'g'"), "%s", out);
+    ck_assert_msg(strstr(out, "FAIL numerics/3 (unknown check kind): vector: "
+                              "outputs[0].check: unknown check kind 'roughly'"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "Checks: 3, Failures: 2, Errors: 0"), "%s", out);
+    rc = conform("--vectors " FIX "corrupt", out, sizeof out);
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, out);
+    ck_assert_msg(strstr(out, FIX "corrupt/numerics.json:3:0: invalid JSON"),
+                  "%s", out);
+    rc = conform("--vectors /nonexistent/dir", out, sizeof out);
+    ck_assert_msg(rc == 1 && strstr(out, "cannot open vector directory"), "%s",
+                  out);
+}
+END_TEST
+
+START_TEST(cli_usage_errors)
+{
+    static char out[8192];
+    static const struct {
+        const char *args, *needle;
+    } bad[] = {
+        {"--serde", "--serde needs the on-disk kernel database, not in this "
+                    "build"},
+        {"--shard 3/2 --vectors " FIX "basic", "--shard needs I/N"},
+        {"--shard x --vectors " FIX "basic", "--shard needs I/N"},
+        {"--filter '(' --vectors " FIX "basic", "--filter '('"},
+        {"--category nope --vectors " FIX "basic",
+         "no category 'nope' in " FIX "basic; present: options.parse "
+         "cache.isolation numerics differential"},
+        {"--bogus", "unknown option '--bogus'"},
+        {"stray", "unknown argument 'stray'"},
+        {"--shard", "option '--shard' needs a value"},
+        {"--timeout 0", "--timeout needs seconds > 0"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = conform(bad[i].args, out, sizeof out);
+        if (rc == -1)
+            return;
+        ck_assert_msg(rc == 2, "%s: rc %d: %s", bad[i].args, rc, out);
+        ck_assert_msg(strstr(out, bad[i].needle) != NULL, "%s: '%s' lacks '%s'",
+                      bad[i].args, out, bad[i].needle);
+    }
+    ck_assert_int_eq(conform("--help", out, sizeof out), 0);
+    ck_assert(strstr(out, "--shard I/N") != NULL);
+}
+END_TEST
+
+START_TEST(cli_list_filter_shard)
+{
+    static char all[8192], a[8192], b[8192];
+    if (conform("--list --vectors " FIX "basic", all, sizeof all) == -1)
+        return;
+    ck_assert_str_eq(all, "options.parse/1\noptions.parse/2\noptions.parse/3\n"
+                          "options.parse/4\ncache.isolation/1\n"
+                          "cache.isolation/2\nnumerics/1\nnumerics/2\n"
+                          "numerics/3\nnumerics/4\nnumerics/5\nnumerics/6\n"
+                          "numerics/7\nnumerics/8\ndifferential/1\n"
+                          "differential/2\n");
+    /* round-robin shards partition the selection */
+    ck_assert_int_eq(conform("--list --shard 1/3 --vectors " FIX "basic", a,
+                             sizeof a), 0);
+    ck_assert_str_eq(a, "options.parse/1\noptions.parse/4\nnumerics/1\n"
+                        "numerics/4\nnumerics/7\ndifferential/2\n");
+    ck_assert_int_eq(conform("--list --shard 3/3 --vectors " FIX "basic", b,
+                             sizeof b), 0);
+    ck_assert_str_eq(b, "options.parse/3\ncache.isolation/2\nnumerics/3\n"
+                        "numerics/6\ndifferential/1\n");
+    /* the filter sees ids and comments; --exclude removes */
+    ck_assert_int_eq(conform("--list --filter 'strided|^options.parse/2$' "
+                             "--vectors " FIX "basic", a, sizeof a), 0);
+    ck_assert_str_eq(a, "options.parse/2\nnumerics/2\n");
+    ck_assert_int_eq(conform("--list --category numerics --exclude 'f32' "
+                             "--vectors " FIX "basic", a, sizeof a), 0);
+    ck_assert_str_eq(a, "numerics/2\nnumerics/3\nnumerics/6\nnumerics/7\n"
+                        "numerics/8\n");
+}
+END_TEST
+
 Suite *conform_check_suite(void)
 {
     Suite *s = suite_create("conform_check");
@@ -564,6 +710,13 @@ Suite *conform_check_suite(void)
     tcase_add_test(tc, diff_inputs);
     tcase_add_test(tc, diff_rounding);
     tcase_add_test(tc, diff_errors);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("cli");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, cli_pass_skip_and_reports);
+    tcase_add_test(tc, cli_bad_vectors);
+    tcase_add_test(tc, cli_usage_errors);
+    tcase_add_test(tc, cli_list_filter_shard);
     suite_add_tcase(s, tc);
     return s;
 }
