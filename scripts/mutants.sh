@@ -12,6 +12,8 @@
 # Mutants run only the categories that should catch them, to stay fast.
 # Prints a table and exits 1 unless every mutant is caught and the real
 # backends pass.
+# Category lists travel as space-separated words and are split on purpose.
+# shellcheck disable=SC2086
 set -u
 BUILD=${1:-build}
 KILN="$BUILD/kiln"
@@ -65,7 +67,7 @@ failures() {
     local pat
     pat=$(printf '%s|' "$@")
     pat=${pat%|}
-    grep -E "^not ok [0-9]+ - ($pat)/" "$log.tap" 2>/dev/null | wc -l
+    grep -cE "^not ok [0-9]+ - ($pat)/" "$log.tap" 2>/dev/null || true
 }
 
 present_categories() {
@@ -139,7 +141,8 @@ judge() {
         status=1
         return
     fi
-    local log="$TMP/m-$(basename "$subject")"
+    local log
+    log="$TMP/m-$(basename "$subject")"
     # Mutants run in one process (CK_FORK=no: several times faster); if
     # the mutant crashes that process, the run is repeated in fork mode,
     # where a crash fails one test.
@@ -187,7 +190,7 @@ done
 # sources that mention the mutant's macro are rebuilt with it.
 while IFS='|' read -r macro cats; do
     [ -n "$macro" ] || continue
-    lower=$(echo "$macro" | tr 'A-Z' 'a-z')
+    lower=$(echo "$macro" | tr '[:upper:]' '[:lower:]')
     mb="$BUILD/mut-$lower"
     srcs=$(grep -l "KILN_MUTANT_$macro" runtime/*.c runtime/backends/*.c 2>/dev/null)
     if [ -z "$srcs" ]; then
