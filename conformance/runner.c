@@ -812,6 +812,10 @@ int kiln_cmd_conform(int argc, char **argv)
         printf("\n%zu tests: %zu skipped, none run\n", r.n_sel, skipped);
     }
     rc = failed || werr ? 1 : 0;
+    if (r.n_sel == 0 && shard_n == 1) { /* a typo in --filter must not pass */
+        fprintf(stderr, "kiln conform: no test matches the selection\n");
+        rc = 1;
+    }
     if (sr)
         srunner_free(sr);
     for (size_t i = 0; i < r.n_sel; i++)

@@ -616,6 +616,9 @@ START_TEST(cli_bad_vectors)
     ck_assert_msg(rc == 1, "rc %d: %s", rc, out);
     ck_assert_msg(strstr(out, FIX "corrupt/numerics.json:3:0: invalid JSON"),
                   "%s", out);
+    rc = conform("--vectors " FIX "basic --filter zzz", out, sizeof out);
+    ck_assert_msg(rc == 1 && strstr(out, "no test matches the selection"), "%s",
+                  out);
     rc = conform("--vectors /nonexistent/dir", out, sizeof out);
     ck_assert_msg(rc == 1 && strstr(out, "cannot open vector directory"), "%s",
                   out);
