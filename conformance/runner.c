@@ -696,7 +696,10 @@ int kiln_cmd_conform(int argc, char **argv)
             res[i].msg = strdup(skip_all);
         }
     } else if (r.n_sel > 0) {
-        char tmpl[] = "/tmp/kiln-conform-XXXXXX";
+        const char *tmpdir = getenv("TMPDIR");
+        char tmpl[4200];
+        snprintf(tmpl, sizeof tmpl, "%s/kiln-conform-XXXXXX",
+                 tmpdir && *tmpdir ? tmpdir : "/tmp");
         r.chan = mkstemp(tmpl);
         if (r.chan < 0) {
             fprintf(stderr, "kiln conform: results file: %s\n", strerror(errno));
