@@ -2,7 +2,9 @@
 # Run on the GPU machine after `make gpu-bundle` here: the whole GPU job in
 # one command (device time is short).  Logs come back in $OUT (or ./gpu-out)
 # as summary.log, bench.json, torch.json and logs.tgz (everything).
-#   bash scripts/gpu_run.sh [quick|full]
+#   bash scripts/gpu_run.sh [quick|full|final]
+# quick: unit tests + suite; full: + compute-sanitizer, benchmarks;
+# final: suite + benchmarks only (no unit tests, no sanitizers).
 # It uses the prebuilt carry/build (Check and jansson linked statically), so
 # the GPU machine needs no packages.  Each stage's status is summarised last.
 set -u
@@ -13,11 +15,15 @@ mkdir -p "$FINAL"
 B=carry/build
 export PYTHONUNBUFFERED=1
 summary=()
-stage() { # name, command...
-  local name=$1; shift
+stage() { # name, seconds, command...  (the command is killed after seconds)
+  local name=$1 secs=$2; shift 2
   local t0=$(date +%s)
   echo "=== $name: $*" | tee -a "$OUT/summary.log"
-  "$@" > "$OUT/$name.log" 2>&1
+  if [ "$(type -t "$1")" = function ]; then
+    STAGE_SECS=$secs "$@" > "$OUT/$name.log" 2>&1
+  else
+    timeout -k 5 "$secs" "$@" > "$OUT/$name.log" 2>&1
+  fi
   local rc=$?
   local dt=$(( $(date +%s) - t0 ))
   summary+=("$(printf '%-22s rc=%-3s %4ss' "$name" "$rc" "$dt")")
@@ -27,9 +33,12 @@ stage() { # name, command...
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv > "$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
 conform_sharded() { # N extra-args...: the suite on cuda in N parallel shards
+  # CK_FORK=no: a forked child per test would start CUDA again for every
+  # test (about 0.4 s each, serialised in the driver); one process per shard
+  # keeps one CUDA context.
   local n=$1; shift; local rc=0 pids=()
   for i in $(seq 1 "$n"); do
-    $B/kiln conform --backend cuda --shard "$i/$n" "$@" \
+    CK_FORK=no timeout -k 5 "${STAGE_SECS:-300}" $B/kiln conform --backend cuda --shard "$i/$n" "$@" \
       --junit "$OUT/conform-$i.xml" > "$OUT/conform-$i.txt" 2>&1 &
     pids+=($!)
   done
@@ -38,13 +47,15 @@ conform_sharded() { # N extra-args...: the suite on cuda in N parallel shards
   grep -h -B2 -A8 -E "^[^ ]+:[0-9]+:F:|FAIL" "$OUT"/conform-*.txt | head -80
   return $rc
 }
-stage unit       env KILN_TEST_PLUGIN=$PWD/$B/plugins/libkiln_test_plugin.so KILN_BIN=$PWD/$B/kiln $B/unit_tests
-stage conform    conform_sharded 12
+[ "$MODE" != final ] && stage unit 60       env KILN_TEST_PLUGIN=$PWD/$B/plugins/libkiln_test_plugin.so KILN_BIN=$PWD/$B/kiln $B/unit_tests
+stage conform 150   conform_sharded 8
 if [ "$MODE" = full ]; then
-  stage memcheck   compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300
-  stage racecheck  compute-sanitizer --tool racecheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category numerics --filter 'sum|max|min|matmul' --shard 1/8 --timeout 300
-  stage bench      $B/kiln bench gpu --json "$OUT/bench.json"
-  stage torch      python3 bench/torch_bench.py --kiln-json "$OUT/bench.json" --json "$OUT/torch.json"
+  stage memcheck 70   compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300
+  stage racecheck 60  compute-sanitizer --tool racecheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category numerics --filter 'sum|max|min|matmul' --shard 1/8 --timeout 300
+fi
+if [ "$MODE" = full ] || [ "$MODE" = final ]; then
+  stage bench 120     $B/kiln bench gpu --json "$OUT/bench.json"
+  stage torch 60      python3 bench/torch_bench.py --kiln-json "$OUT/bench.json" --json "$OUT/torch.json"
 fi
 echo "=== summary"; printf '%s\n' "${summary[@]}" | tee -a "$OUT/summary.log"
 tar czf "$FINAL/logs.tgz" -C "$OUT" .

@@ -528,6 +528,9 @@ static kiln_status launch_pointwise(cuda_state *st, cuda_kernel *k, kiln_launch 
     uint64_t n = 1;
     for (int d = 0; d < in->rank; d++)
         n *= (uint64_t)L->domain[d];
+    if (n == 0)
+        return KILN_OK; /* empty domain: nothing to write (strides of an
+                           empty view say nothing about density) */
     /* flat views must really be dense row-major over D */
     for (uint32_t v = 0; v < in->n_inputs + in->n_outputs; v++) {
         int is_out = v >= in->n_inputs;

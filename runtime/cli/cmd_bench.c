@@ -24,7 +24,7 @@
 
 static void usage(FILE *o)
 {
-    fprintf(o, "usage: kiln bench overhead|gpu|all [--json]\n\n"
+    fprintf(o, "usage: kiln bench overhead|all [--json [FILE]]\n       kiln bench gpu [--json FILE] [--reps N] [--device N] [--quick]\n\n"
                "  overhead  host time of a cache-hit execute of a 1-element fusion\n"
                "            on ref, without and with a 2-item execute option list;\n"
                "            median of %d runs x %d calls; targets 1 us / 1.3 us\n"
@@ -137,11 +137,19 @@ int kiln_cmd_bench(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    /* `kiln bench gpu ARGS...`: the GPU benchmark parses its own options
+    ** (--json FILE, --reps N, --device N, --quick). */
+    if (argc >= 2 && strcmp(argv[1], "gpu") == 0)
+        return kiln_bench_gpu(argc - 1, argv + 1);
     const char *what = NULL;
+    const char *json_file = NULL;
     int json = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
+        if (strcmp(argv[i], "--json") == 0) {
             json = 1;
+            if (i + 1 < argc && argv[i + 1][0] != '-' && what != NULL)
+                json_file = argv[++i]; /* for the gpu part of `all` */
+        }
         else if (what == NULL && argv[i][0] != '-')
             what = argv[i];
         else {
@@ -154,12 +162,10 @@ int kiln_cmd_bench(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    char *gpu_argv[3] = {"gpu", json ? "--json" : NULL, NULL};
-    int gpu_argc = json ? 2 : 1;
+    char *gpu_argv[4] = {"gpu", json ? "--json" : NULL, (char *)json_file, NULL};
+    int gpu_argc = json ? (json_file ? 3 : 2) : 1;
     if (strcmp(what, "overhead") == 0)
         return bench_overhead(json);
-    if (strcmp(what, "gpu") == 0)
-        return kiln_bench_gpu(gpu_argc, gpu_argv);
     if (strcmp(what, "all") == 0) {
         int a = bench_overhead(json);
         int b = kiln_bench_gpu(gpu_argc, gpu_argv);
