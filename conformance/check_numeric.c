@@ -10,24 +10,12 @@
 ** evaluated in double (exact for f16/bf16/f32 operands).
 */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conform.h"
 
-static int fail(char *err, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && cap)
-        vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-    return 1;
-}
 
 /* Layout of a binary floating-point format. */
 typedef struct fmt {
@@ -155,7 +143,7 @@ int cf_check_from_json(const json_t *j, const char *where, kiln_dtype dt,
     const char *kind = NULL;
     char e[256];
     if (!json_is_object(j))
-        return fail(err, cap, "%s: a check must be an object", where);
+        return cf_fail(err, cap, "%s: a check must be an object", where);
     if (cf_json_string(j, "kind", where, &kind, err, cap))
         return 1;
     if (strcmp(kind, "exact") == 0) {
@@ -168,40 +156,40 @@ int cf_check_from_json(const json_t *j, const char *where, kiln_dtype dt,
             c.max_ulp = (uint64_t)json_integer_value(mx);
         } else if (json_is_array(per)) {
             if (json_array_size(per) != numel)
-                return fail(err, cap, "%s: maxPerElement has %zu entries for "
+                return cf_fail(err, cap, "%s: maxPerElement has %zu entries for "
                             "%zu elements", where, json_array_size(per), numel);
             c.n_per = numel;
             c.max_per_element = calloc(numel ? numel : 1, sizeof(uint64_t));
             if (c.max_per_element == NULL)
-                return fail(err, cap, "%s: out of memory", where);
+                return cf_fail(err, cap, "%s: out of memory", where);
             for (size_t i = 0; i < numel; i++) {
                 const json_t *x = json_array_get(per, i);
                 if (!json_is_integer(x) || json_integer_value(x) < 0) {
                     cf_check_free(&c);
-                    return fail(err, cap, "%s: maxPerElement[%zu] must be a "
+                    return cf_fail(err, cap, "%s: maxPerElement[%zu] must be a "
                                 "non-negative integer", where, i);
                 }
                 c.max_per_element[i] = (uint64_t)json_integer_value(x);
             }
         } else {
-            return fail(err, cap, "%s: an ulp check needs 'max' (integer >= 0) "
+            return cf_fail(err, cap, "%s: an ulp check needs 'max' (integer >= 0) "
                         "or 'maxPerElement'", where);
         }
         if (!cf_is_float(dt))
             return cf_check_free(&c),
-                   fail(err, cap, "%s: ulp check on non-float dtype %s", where,
+                   cf_fail(err, cap, "%s: ulp check on non-float dtype %s", where,
                         kiln_dtype_name(dt));
     } else if (strcmp(kind, "abs") == 0) {
         c.kind = CF_CHECK_ABS;
         const json_t *b = json_object_get(j, "bounds");
         if (!json_is_array(b) ||
             (json_array_size(b) != numel && json_array_size(b) != 1))
-            return fail(err, cap, "%s: 'bounds' must list one hex f64 per "
+            return cf_fail(err, cap, "%s: 'bounds' must list one hex f64 per "
                         "element (%zu) or a single one", where, numel);
         c.n_per = numel;
         c.bounds = calloc(numel ? numel : 1, sizeof(double));
         if (c.bounds == NULL)
-            return fail(err, cap, "%s: out of memory", where);
+            return cf_fail(err, cap, "%s: out of memory", where);
         for (size_t i = 0; i < json_array_size(b); i++) {
             const json_t *x = json_array_get(b, i);
             uint64_t bits;
@@ -209,13 +197,13 @@ int cf_check_from_json(const json_t *j, const char *where, kiln_dtype dt,
                 cf_hex_parse(json_string_value(x), KILN_F64, &bits, e,
                              sizeof e)) {
                 cf_check_free(&c);
-                return fail(err, cap, "%s: bounds[%zu]: %s", where, i,
+                return cf_fail(err, cap, "%s: bounds[%zu]: %s", where, i,
                             json_is_string(x) ? e : "must be a hex string");
             }
             double v = cf_to_double(KILN_F64, bits);
             if (!(v >= 0)) {
                 cf_check_free(&c);
-                return fail(err, cap, "%s: bounds[%zu] is negative or NaN",
+                return cf_fail(err, cap, "%s: bounds[%zu] is negative or NaN",
                             where, i);
             }
             if (json_array_size(b) == 1)
@@ -228,25 +216,25 @@ int cf_check_from_json(const json_t *j, const char *where, kiln_dtype dt,
         c.kind = CF_CHECK_SUMBOUND;
         c.sum_u = dt == KILN_F64 ? ldexp(1.0, -53) : ldexp(1.0, -24);
     } else {
-        return fail(err, cap, "%s: unknown check kind '%s' (exact, ulp, abs, "
+        return cf_fail(err, cap, "%s: unknown check kind '%s' (exact, ulp, abs, "
                     "sumBound)", where, kind);
     }
     const json_t *ftz = json_object_get(j, "ftz");
     if (ftz != NULL && !json_is_boolean(ftz)) {
         cf_check_free(&c);
-        return fail(err, cap, "%s: 'ftz' must be true or false", where);
+        return cf_fail(err, cap, "%s: 'ftz' must be true or false", where);
     }
     c.ftz = json_is_true(ftz);
     const json_t *alts = json_object_get(j, "alternatives");
     if (alts != NULL) {
         if (!json_is_object(alts)) {
             cf_check_free(&c);
-            return fail(err, cap, "%s: 'alternatives' must be an object", where);
+            return cf_fail(err, cap, "%s: 'alternatives' must be an object", where);
         }
         c.alts = calloc(json_object_size(alts) + 1, sizeof *c.alts);
         if (c.alts == NULL) {
             cf_check_free(&c);
-            return fail(err, cap, "%s: out of memory", where);
+            return cf_fail(err, cap, "%s: out of memory", where);
         }
         const char *key;
         json_t *list;
@@ -255,12 +243,12 @@ int cf_check_from_json(const json_t *j, const char *where, kiln_dtype dt,
             unsigned long idx = strtoul(key, &end, 10);
             if (*key == '\0' || *end != '\0' || idx >= numel) {
                 cf_check_free(&c);
-                return fail(err, cap, "%s: alternatives key '%s' is not an "
+                return cf_fail(err, cap, "%s: alternatives key '%s' is not an "
                             "element index below %zu", where, key, numel);
             }
             if (!json_is_array(list)) {
                 cf_check_free(&c);
-                return fail(err, cap, "%s: alternatives[%s] must be a list",
+                return cf_fail(err, cap, "%s: alternatives[%s] must be a list",
                             where, key);
             }
             cf_alt *a = &c.alts[c.n_alts++];
@@ -268,7 +256,7 @@ int cf_check_from_json(const json_t *j, const char *where, kiln_dtype dt,
             a->bits = calloc(json_array_size(list) + 1, sizeof(uint64_t));
             if (a->bits == NULL) {
                 cf_check_free(&c);
-                return fail(err, cap, "%s: out of memory", where);
+                return cf_fail(err, cap, "%s: out of memory", where);
             }
             for (size_t i = 0; i < json_array_size(list); i++) {
                 const json_t *x = json_array_get(list, i);
@@ -276,7 +264,7 @@ int cf_check_from_json(const json_t *j, const char *where, kiln_dtype dt,
                     cf_hex_parse(json_string_value(x), dt, &a->bits[i], e,
                                  sizeof e)) {
                     cf_check_free(&c);
-                    return fail(err, cap, "%s: alternatives[%s][%zu]: %s", where,
+                    return cf_fail(err, cap, "%s: alternatives[%s][%zu]: %s", where,
                                 key, i,
                                 json_is_string(x) ? e : "must be a hex string");
                 }

@@ -55,6 +55,11 @@ typedef struct cf_file {
     size_t n_tests;
 } cf_file;
 
+/* Format a message into err (cap bytes, may truncate) and return 1: the
+** failure value of the cf_* helpers. */
+int cf_fail(char *err, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Load and validate one vector file: the common fields of docs/
 ** conformance.md (suite, suiteVersion with major 1, category,
 ** numberOfTests, notes, testGroups, and per test tcId/comment/flags/

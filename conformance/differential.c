@@ -15,24 +15,12 @@
 **     converted to the dtype (bool: v != 0).
 */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conform.h"
 
-static int fail(char *err, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && cap)
-        vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-    return 1;
-}
 
 uint64_t cf_splitmix64(uint64_t *state)
 {
@@ -92,7 +80,7 @@ int cf_diff_generate(const json_t *input, const char *where, uint64_t *state,
         return 1;
     if (t.strided) {
         cf_tensor_free(&t);
-        return fail(err, cap, "%s: differential inputs are contiguous (no "
+        return cf_fail(err, cap, "%s: differential inputs are contiguous (no "
                     "'strides')", where);
     }
     const json_t *dist = json_object_get(input, "dist");
@@ -101,7 +89,7 @@ int cf_diff_generate(const json_t *input, const char *where, uint64_t *state,
     snprintf(w, sizeof w, "%s.dist", where);
     if (!json_is_object(dist)) {
         cf_tensor_free(&t);
-        return fail(err, cap, "%s: missing or malformed 'dist'", where);
+        return cf_fail(err, cap, "%s: missing or malformed 'dist'", where);
     }
     if (cf_json_string(dist, "kind", w, &kind, err, cap)) {
         cf_tensor_free(&t);
@@ -111,20 +99,20 @@ int cf_diff_generate(const json_t *input, const char *where, uint64_t *state,
     int uniform = strcmp(kind, "uniform") == 0;
     if (!uniform && strcmp(kind, "ints") != 0) {
         cf_tensor_free(&t);
-        return fail(err, cap, "%s: unknown kind '%s' (uniform, ints)", w, kind);
+        return cf_fail(err, cap, "%s: unknown kind '%s' (uniform, ints)", w, kind);
     }
     if (uniform ? (!json_is_number(lo) || !json_is_number(hi) ||
                    !cf_is_float(t.dtype))
                 : (!json_is_integer(lo) || !json_is_integer(hi) ||
                    json_integer_value(hi) < json_integer_value(lo))) {
         cf_tensor_free(&t);
-        return fail(err, cap, "%s: %s needs numbers lo <= hi%s", w, kind,
+        return cf_fail(err, cap, "%s: %s needs numbers lo <= hi%s", w, kind,
                     uniform ? " and a float dtype" : " (integers)");
     }
     free(t.data);
     t.data = calloc(t.numel ? t.numel : 1, kiln_dtype_size(t.dtype));
     if (t.data == NULL)
-        return fail(err, cap, "%s: out of memory", where);
+        return cf_fail(err, cap, "%s: out of memory", where);
     for (size_t k = 0; k < t.numel; k++) {
         uint64_t r = cf_splitmix64(state), bits;
         if (uniform) {

@@ -23,9 +23,8 @@
 
 #define CF_MAX_ELEMENTS ((size_t)1 << 28) /* per tensor; guards allocation */
 
-static int fail(char *err, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t cap, const char *fmt, ...)
+/* Format a message into err (cap bytes, may truncate) and return 1. */
+int cf_fail(char *err, size_t cap, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -51,9 +50,9 @@ int cf_json_string(const json_t *obj, const char *key, const char *where,
 {
     const json_t *v = json_object_get(obj, key);
     if (v == NULL)
-        return fail(err, cap, "%s: missing field '%s'", where, key);
+        return cf_fail(err, cap, "%s: missing field '%s'", where, key);
     if (!json_is_string(v))
-        return fail(err, cap, "%s: field '%s' must be a string", where, key);
+        return cf_fail(err, cap, "%s: field '%s' must be a string", where, key);
     *out = json_string_value(v);
     return 0;
 }
@@ -67,17 +66,17 @@ int cf_json_strings(const json_t *obj, const char *key, const char *where,
     if (v == NULL || json_is_null(v))
         return 0;
     if (!json_is_array(v))
-        return fail(err, cap, "%s: field '%s' must be a list of strings",
+        return cf_fail(err, cap, "%s: field '%s' must be a list of strings",
                     where, key);
     size_t len = json_array_size(v);
     const char **list = calloc(len ? len : 1, sizeof *list);
     if (list == NULL)
-        return fail(err, cap, "%s: out of memory", where);
+        return cf_fail(err, cap, "%s: out of memory", where);
     for (size_t i = 0; i < len; i++) {
         const json_t *s = json_array_get(v, i);
         if (!json_is_string(s)) {
             free(list);
-            return fail(err, cap, "%s: %s[%zu] must be a string", where, key,
+            return cf_fail(err, cap, "%s: %s[%zu] must be a string", where, key,
                         i);
         }
         list[i] = json_string_value(s);
@@ -112,13 +111,13 @@ static int load_test(const json_t *jt, const json_t *notes, const char *where,
                      cf_test *t, char *err, size_t cap)
 {
     if (!json_is_object(jt))
-        return fail(err, cap, "%s: a test must be an object", where);
+        return cf_fail(err, cap, "%s: a test must be an object", where);
     const json_t *id = json_object_get(jt, "tcId");
     if (id == NULL)
-        return fail(err, cap, "%s: missing field 'tcId'", where);
+        return cf_fail(err, cap, "%s: missing field 'tcId'", where);
     if (!json_is_integer(id) || json_integer_value(id) < 1 ||
         json_integer_value(id) > 0x7fffffff)
-        return fail(err, cap, "%s: 'tcId' must be an integer >= 1", where);
+        return cf_fail(err, cap, "%s: 'tcId' must be an integer >= 1", where);
     t->tcid = (int)json_integer_value(id);
     char w[160];
     snprintf(w, sizeof w, "%s (tcId %d)", where, t->tcid);
@@ -127,20 +126,20 @@ static int load_test(const json_t *jt, const json_t *notes, const char *where,
         return 1;
     if (strcmp(t->result, "valid") != 0 && strcmp(t->result, "invalid") != 0 &&
         strcmp(t->result, "acceptable") != 0)
-        return fail(err, cap,
+        return cf_fail(err, cap,
                     "%s: 'result' is '%s'; expected valid, invalid or "
                     "acceptable", w, t->result);
     const json_t *flags = json_object_get(jt, "flags");
     if (flags == NULL)
-        return fail(err, cap, "%s: missing field 'flags'", w);
+        return cf_fail(err, cap, "%s: missing field 'flags'", w);
     if (!json_is_array(flags))
-        return fail(err, cap, "%s: 'flags' must be a list", w);
+        return cf_fail(err, cap, "%s: 'flags' must be a list", w);
     for (size_t i = 0; i < json_array_size(flags); i++) {
         const json_t *f = json_array_get(flags, i);
         if (!json_is_string(f))
-            return fail(err, cap, "%s: flags[%zu] must be a string", w, i);
+            return cf_fail(err, cap, "%s: flags[%zu] must be a string", w, i);
         if (json_object_get(notes, json_string_value(f)) == NULL)
-            return fail(err, cap, "%s: flag '%s' is not defined in 'notes'", w,
+            return cf_fail(err, cap, "%s: flag '%s' is not defined in 'notes'", w,
                         json_string_value(f));
     }
     t->json = (json_t *)jt;
@@ -197,14 +196,14 @@ int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
     json_error_t je;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (root == NULL)
-        return fail(err, cap, "%s:%d:%d: invalid JSON: %s", path, je.line,
+        return cf_fail(err, cap, "%s:%d:%d: invalid JSON: %s", path, je.line,
                     je.column, je.text);
     cf_file f;
     memset(&f, 0, sizeof f);
     const char *suite = NULL, *version = NULL, *category = NULL;
     const json_t *notes, *groups, *count;
     if (!json_is_object(root)) {
-        fail(e, sizeof e, "top level must be an object");
+        cf_fail(e, sizeof e, "top level must be an object");
         goto bad;
     }
     if (cf_json_string(root, "suite", "top level", &suite, e, sizeof e) ||
@@ -213,29 +212,29 @@ int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
         cf_json_string(root, "category", "top level", &category, e, sizeof e))
         goto bad;
     if (strcmp(suite, "kiln-conformance") != 0) {
-        fail(e, sizeof e, "'suite' is '%s', expected 'kiln-conformance'",
+        cf_fail(e, sizeof e, "'suite' is '%s', expected 'kiln-conformance'",
              suite);
         goto bad;
     }
     if (strncmp(version, "1.", 2) != 0) {
-        fail(e, sizeof e,
+        cf_fail(e, sizeof e,
              "suiteVersion '%s' is not supported (this runner reads 1.x)",
              version);
         goto bad;
     }
     notes = json_object_get(root, "notes");
     if (!json_is_object(notes)) {
-        fail(e, sizeof e, "'notes' must be an object (flag -> definition)");
+        cf_fail(e, sizeof e, "'notes' must be an object (flag -> definition)");
         goto bad;
     }
     groups = json_object_get(root, "testGroups");
     if (!json_is_array(groups)) {
-        fail(e, sizeof e, "'testGroups' must be a list");
+        cf_fail(e, sizeof e, "'testGroups' must be a list");
         goto bad;
     }
     count = json_object_get(root, "numberOfTests");
     if (!json_is_integer(count) || json_integer_value(count) < 0) {
-        fail(e, sizeof e, "'numberOfTests' must be a non-negative integer");
+        cf_fail(e, sizeof e, "'numberOfTests' must be a non-negative integer");
         goto bad;
     }
     size_t total = 0;
@@ -243,21 +242,21 @@ int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
         const json_t *grp = json_array_get(groups, g);
         const json_t *tests = json_object_get(grp, "tests");
         if (!json_is_object(grp) || !json_is_array(tests)) {
-            fail(e, sizeof e, "testGroups[%zu]: must be an object with a "
+            cf_fail(e, sizeof e, "testGroups[%zu]: must be an object with a "
                  "'tests' list", g);
             goto bad;
         }
         total += json_array_size(tests);
     }
     if ((size_t)json_integer_value(count) != total) {
-        fail(e, sizeof e, "'numberOfTests' is %" JSON_INTEGER_FORMAT
+        cf_fail(e, sizeof e, "'numberOfTests' is %" JSON_INTEGER_FORMAT
              " but the groups hold %zu tests", json_integer_value(count),
              total);
         goto bad;
     }
     f.tests = calloc(total ? total : 1, sizeof *f.tests);
     if (f.tests == NULL) {
-        fail(e, sizeof e, "out of memory");
+        cf_fail(e, sizeof e, "out of memory");
         goto bad;
     }
     for (size_t g = 0; g < json_array_size(groups); g++) {
@@ -280,14 +279,14 @@ int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
     qsort(f.tests, f.n_tests, sizeof *f.tests, cmp_tcid);
     for (size_t i = 1; i < f.n_tests; i++)
         if (f.tests[i].tcid == f.tests[i - 1].tcid) {
-            fail(e, sizeof e, "tcId %d appears twice", f.tests[i].tcid);
+            cf_fail(e, sizeof e, "tcId %d appears twice", f.tests[i].tcid);
             goto bad;
         }
     f.path = dup_str(path);
     f.category = dup_str(category);
     f.suite_version = dup_str(version);
     if (!f.path || !f.category || !f.suite_version || pack(&f)) {
-        fail(e, sizeof e, "out of memory");
+        cf_fail(e, sizeof e, "out of memory");
         goto bad;
     }
     json_decref(root); /* the tests live on as text in the pool */
@@ -296,7 +295,7 @@ int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
 bad:
     cf_file_free(&f);
     json_decref(root);
-    return fail(err, cap, "%s: %s", path, e);
+    return cf_fail(err, cap, "%s: %s", path, e);
 }
 
 /* -------------------------------------------------------------- hex, bits */
@@ -306,9 +305,9 @@ int cf_hex_parse(const char *s, kiln_dtype dt, uint64_t *bits, char *err,
 {
     size_t width = kiln_dtype_size(dt) * 8;
     if (width == 0)
-        return fail(err, cap, "invalid dtype");
+        return cf_fail(err, cap, "invalid dtype");
     if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || s[2] == '\0')
-        return fail(err, cap, "'%.40s' is not a hex bit pattern (0x...)", s);
+        return cf_fail(err, cap, "'%.40s' is not a hex bit pattern (0x...)", s);
     uint64_t v = 0;
     for (const char *p = s + 2; *p; p++) {
         int d;
@@ -319,14 +318,14 @@ int cf_hex_parse(const char *s, kiln_dtype dt, uint64_t *bits, char *err,
         else if (*p >= 'A' && *p <= 'F')
             d = *p - 'A' + 10;
         else
-            return fail(err, cap, "'%.40s': bad hex digit '%c'", s, *p);
+            return cf_fail(err, cap, "'%.40s': bad hex digit '%c'", s, *p);
         if (v >> 60)
-            return fail(err, cap, "'%.40s' does not fit %s", s,
+            return cf_fail(err, cap, "'%.40s' does not fit %s", s,
                         kiln_dtype_name(dt));
         v = v << 4 | (uint64_t)d;
     }
     if (dt == KILN_BOOL ? v > 1 : (width < 64 && (v >> width) != 0))
-        return fail(err, cap, "'%.40s' does not fit %s", s,
+        return cf_fail(err, cap, "'%.40s' does not fit %s", s,
                     kiln_dtype_name(dt));
     *bits = v;
     return 0;
@@ -368,16 +367,16 @@ static int int_list(const json_t *v, const char *where, const char *key,
                     int64_t *out, int *n, char *err, size_t cap)
 {
     if (!json_is_array(v))
-        return fail(err, cap, "%s: '%s' must be a list of integers", where,
+        return cf_fail(err, cap, "%s: '%s' must be a list of integers", where,
                     key);
     if (json_array_size(v) > KILN_MAX_RANK)
-        return fail(err, cap, "%s: '%s' has %zu entries (rank limit %d)",
+        return cf_fail(err, cap, "%s: '%s' has %zu entries (rank limit %d)",
                     where, key, json_array_size(v), KILN_MAX_RANK);
     for (size_t i = 0; i < json_array_size(v); i++) {
         const json_t *x = json_array_get(v, i);
         if (!json_is_integer(x) || json_integer_value(x) < 0 ||
             json_integer_value(x) > ((json_int_t)1 << 40))
-            return fail(err, cap,
+            return cf_fail(err, cap,
                         "%s: %s[%zu] must be a non-negative integer", where,
                         key, i);
         out[i] = json_integer_value(x);
@@ -393,24 +392,24 @@ int cf_tensor_from_json(const json_t *j, const char *where, int need_data,
     memset(&t, 0, sizeof t);
     const char *dts = NULL;
     if (!json_is_object(j))
-        return fail(err, cap, "%s: a tensor must be an object", where);
+        return cf_fail(err, cap, "%s: a tensor must be an object", where);
     if (cf_json_string(j, "dtype", where, &dts, err, cap))
         return 1;
     if (kiln_dtype_parse(dts, &t.dtype) != KILN_OK)
-        return fail(err, cap, "%s: unknown dtype '%s'", where, dts);
+        return cf_fail(err, cap, "%s: unknown dtype '%s'", where, dts);
     const json_t *shape = json_object_get(j, "shape");
     if (shape == NULL)
-        return fail(err, cap, "%s: missing field 'shape'", where);
+        return cf_fail(err, cap, "%s: missing field 'shape'", where);
     if (int_list(shape, where, "shape", t.shape, &t.rank, err, cap))
         return 1;
     size_t numel = 1;
     for (int i = 0; i < t.rank; i++) {
         if (t.shape[i] != 0 && numel > CF_MAX_ELEMENTS / (size_t)t.shape[i])
-            return fail(err, cap, "%s: too many elements", where);
+            return cf_fail(err, cap, "%s: too many elements", where);
         numel *= (size_t)t.shape[i];
     }
     if (numel > CF_MAX_ELEMENTS)
-        return fail(err, cap, "%s: too many elements", where);
+        return cf_fail(err, cap, "%s: too many elements", where);
     t.numel = numel;
     const json_t *strides = json_object_get(j, "strides");
     if (strides != NULL && !json_is_null(strides)) {
@@ -418,7 +417,7 @@ int cf_tensor_from_json(const json_t *j, const char *where, int need_data,
         if (int_list(strides, where, "strides", t.strides, &n, err, cap))
             return 1;
         if (n != t.rank)
-            return fail(err, cap, "%s: 'strides' has %d entries for rank %d",
+            return cf_fail(err, cap, "%s: 'strides' has %d entries for rank %d",
                         where, n, t.rank);
         t.strided = 1;
         size_t last = 0;
@@ -427,7 +426,7 @@ int cf_tensor_from_json(const json_t *j, const char *where, int need_data,
                 last += (size_t)(t.shape[i] - 1) * (size_t)t.strides[i];
         t.storage = numel == 0 ? 0 : last + 1;
         if (t.storage > CF_MAX_ELEMENTS)
-            return fail(err, cap, "%s: storage too large", where);
+            return cf_fail(err, cap, "%s: storage too large", where);
     } else {
         int64_t s = 1;
         for (int i = t.rank - 1; i >= 0; i--) {
@@ -439,14 +438,14 @@ int cf_tensor_from_json(const json_t *j, const char *where, int need_data,
     const json_t *data = json_object_get(j, "data");
     if (data == NULL) {
         if (need_data)
-            return fail(err, cap, "%s: missing field 'data'", where);
+            return cf_fail(err, cap, "%s: missing field 'data'", where);
         *out = t;
         return 0;
     }
     size_t esz = kiln_dtype_size(t.dtype);
     t.data = calloc(t.storage ? t.storage : 1, esz);
     if (t.data == NULL)
-        return fail(err, cap, "%s: out of memory", where);
+        return cf_fail(err, cap, "%s: out of memory", where);
     const json_t *list = data;
     size_t n = 0;
     if (json_is_object(data)) {
@@ -455,13 +454,13 @@ int cf_tensor_from_json(const json_t *j, const char *where, int need_data,
         if (!json_is_array(list) || json_array_size(list) == 0 ||
             !json_is_integer(cnt)) {
             cf_tensor_free(&t);
-            return fail(err, cap, "%s.data: expected {\"repeat\": [hex...], "
+            return cf_fail(err, cap, "%s.data: expected {\"repeat\": [hex...], "
                         "\"count\": N}", where);
         }
         if (json_integer_value(cnt) < 0 ||
             (size_t)json_integer_value(cnt) != t.storage) {
             cf_tensor_free(&t);
-            return fail(err, cap, "%s.data: count %" JSON_INTEGER_FORMAT
+            return cf_fail(err, cap, "%s.data: count %" JSON_INTEGER_FORMAT
                         " but the storage holds %zu elements", where,
                         json_integer_value(cnt), t.storage);
         }
@@ -470,18 +469,18 @@ int cf_tensor_from_json(const json_t *j, const char *where, int need_data,
         n = json_array_size(data);
         if (n != t.storage) {
             cf_tensor_free(&t);
-            return fail(err, cap, "%s.data: %zu elements but the storage "
+            return cf_fail(err, cap, "%s.data: %zu elements but the storage "
                         "holds %zu", where, n, t.storage);
         }
     } else {
         cf_tensor_free(&t);
-        return fail(err, cap, "%s.data: must be a list or a repeat object",
+        return cf_fail(err, cap, "%s.data: must be a list or a repeat object",
                     where);
     }
     uint64_t *pattern = calloc(n ? n : 1, sizeof *pattern);
     if (pattern == NULL) {
         cf_tensor_free(&t);
-        return fail(err, cap, "%s: out of memory", where);
+        return cf_fail(err, cap, "%s: out of memory", where);
     }
     for (size_t i = 0; i < n; i++) {
         const json_t *h = json_array_get(list, i);
@@ -489,14 +488,14 @@ int cf_tensor_from_json(const json_t *j, const char *where, int need_data,
         if (!json_is_string(h)) {
             free(pattern);
             cf_tensor_free(&t);
-            return fail(err, cap, "%s.data[%zu]: must be a hex string", where,
+            return cf_fail(err, cap, "%s.data[%zu]: must be a hex string", where,
                         i);
         }
         if (cf_hex_parse(json_string_value(h), t.dtype, &pattern[i], e,
                          sizeof e)) {
             free(pattern);
             cf_tensor_free(&t);
-            return fail(err, cap, "%s.data[%zu]: %s", where, i, e);
+            return cf_fail(err, cap, "%s.data[%zu]: %s", where, i, e);
         }
     }
     for (size_t k = 0; k < t.storage; k++)

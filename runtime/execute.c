@@ -206,20 +206,6 @@ static uint64_t mix_words(const uint64_t *w, size_t n)
     return h;
 }
 
-/* Dense row-major (size-1 axes may have any stride). */
-static int dense(const kiln_tensor *t)
-{
-    int64_t want = 1;
-    for (int i = t->rank - 1; i >= 0; i--) {
-        if (t->sizes[i] == 0)
-            return 1;
-        if (t->sizes[i] != 1 && t->strides[i] != want)
-            return 0;
-        want *= t->sizes[i];
-    }
-    return 1;
-}
-
 /* Storage span of a tensor in bytes (0 when empty). */
 static int64_t span_bytes(const kiln_tensor *t)
 {
@@ -544,7 +530,7 @@ static kiln_status check_outputs(call *c, size_t n_outputs)
                                  "output %zu: data %p is not aligned to its "
                                  "%zu-byte elements",
                                  j, t->data, es);
-            if (!dense(t))
+            if (!kiln__tensor_dense(t))
                 return kiln__err(KILN_ERR_ALIGNMENT,
                                  "output %zu: must be dense row-major "
                                  "(strided or stride-0 outputs would write "
@@ -603,7 +589,7 @@ static kiln_status check_inputs(call *c, kiln__sig *sig)
                              "elements",
                              i, t->data, es);
         if (i < 32) {
-            if (dense(t))
+            if (kiln__tensor_dense(t))
                 sig->in_contig |= 1u << i;
             if ((uintptr_t)t->data % 16 == 0)
                 sig->in_align |= 1u << i;

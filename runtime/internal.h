@@ -217,6 +217,10 @@ struct kiln_tensor {
     kiln_context *ctx;         /* for device frees */
 };
 
+/* 1 when t is dense row-major (size-1 axes may have any stride; an empty
+** tensor counts as dense). */
+int kiln__tensor_dense(const kiln_tensor *t);
+
 /* Built-in backends. */
 const kiln_backend *kiln__backend_ref(void);
 const kiln_backend *kiln__backend_cuda(void);

@@ -174,8 +174,9 @@ int64_t kiln_tensor_numel(const kiln_tensor *t)
     return n;
 }
 
-/* 1 when t is dense row-major (size-1 axes may have any stride). */
-static int is_contiguous(const kiln_tensor *t)
+/* 1 when t is dense row-major (size-1 axes may have any stride; an empty
+** tensor counts as dense). */
+int kiln__tensor_dense(const kiln_tensor *t)
 {
     int64_t want = 1;
     for (int i = t->rank - 1; i >= 0; i--) {
@@ -231,7 +232,7 @@ static kiln_status xfer(kiln_context *ctx, const kiln_tensor *t, void *host,
         return KILN_OK;
     }
     if (t->mem == KILN_MEM_HOST) {
-        if (is_contiguous(t))
+        if (kiln__tensor_dense(t))
             memcpy(to_tensor ? t->data : host, to_tensor ? host : t->data,
                    nbytes);
         else
@@ -246,7 +247,7 @@ static kiln_status xfer(kiln_context *ctx, const kiln_tensor *t, void *host,
                          "%s: a device tensor needs a context with a device "
                          "backend",
                          what);
-    if (!is_contiguous(t))
+    if (!kiln__tensor_dense(t))
         return kiln__err(KILN_ERR_UNSUPPORTED,
                          "%s: strided device tensors cannot be copied "
                          "element-wise; use a contiguous tensor",

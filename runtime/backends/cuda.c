@@ -38,23 +38,11 @@
 #include "backends/cuda_codegen.h"
 #include "backends/cuda_loader.h"
 
-/* snprintf that may truncate on purpose. */
-static void fmt(char *dst, size_t cap, const char *f, ...)
-    __attribute__((format(printf, 3, 4)));
-static void fmt(char *dst, size_t cap, const char *f, ...)
-{
-    if (dst == NULL || cap == 0)
-        return;
-    va_list ap;
-    va_start(ap, f);
-    vsnprintf(dst, cap, f, ap);
-    va_end(ap);
-}
 
 /* Record status s with message msg in err and the thread's last error. */
 static kiln_status fail(kiln_status s, char *err, size_t cap, const char *msg)
 {
-    fmt(err, cap, "%s", msg);
+    kiln__cuda_fmt(err, cap, "%s", msg);
     return kiln__err(s, "%s", msg);
 }
 
@@ -80,7 +68,7 @@ static kiln_status nvrtc_build(const kiln_cuda_api *api, const char *src,
     if (s != KILN_OK)
         return fail(s, err, cap, kiln_last_error());
     if (flags_out != NULL)
-        fmt(flags_out, flags_cap, "%s", ftext);
+        kiln__cuda_fmt(flags_out, flags_cap, "%s", ftext);
     nvrtcProgram prog = NULL;
     s = KILN_NVRTC(api, nvrtcCreateProgram, (&prog, src, "kiln_kernel.cu", 0, NULL, NULL),
                    err, cap);
@@ -199,7 +187,7 @@ static kiln_status cuda_open(int device, void **state, char *err, size_t cap)
                                     why, sizeof why);
     if (s != KILN_OK) {
         char msg[900];
-        fmt(msg, sizeof msg, "cuda: %s", why);
+        kiln__cuda_fmt(msg, sizeof msg, "cuda: %s", why);
         kiln__free(st);
         return fail(s, err, cap, msg);
     }
@@ -211,9 +199,9 @@ static kiln_status cuda_open(int device, void **state, char *err, size_t cap)
             nm = "unknown CUresult";
         char msg[512];
         if (r == CUDA_ERROR_NO_DEVICE)
-            fmt(msg, sizeof msg, "cuda: no device (cuInit: %s [code %d])", nm, (int)r);
+            kiln__cuda_fmt(msg, sizeof msg, "cuda: no device (cuInit: %s [code %d])", nm, (int)r);
         else
-            fmt(msg, sizeof msg, "cuda: no driver (cuInit failed: %s [code %d])", nm, (int)r);
+            kiln__cuda_fmt(msg, sizeof msg, "cuda: no driver (cuInit failed: %s [code %d])", nm, (int)r);
         kiln__cuda_unload(api);
         kiln__free(st);
         return fail(KILN_ERR_BACKEND_UNAVAILABLE, err, cap, msg);
@@ -222,7 +210,7 @@ static kiln_status cuda_open(int device, void **state, char *err, size_t cap)
     s = KILN_CU(api, cuDeviceGetCount, (&count), err, cap);
     if (s == KILN_OK && (device < 0 || device >= count)) {
         char msg[256];
-        fmt(msg, sizeof msg, "cuda: no device (ordinal %d requested, %d present)", device, count);
+        kiln__cuda_fmt(msg, sizeof msg, "cuda: no device (ordinal %d requested, %d present)", device, count);
         s = fail(KILN_ERR_BACKEND_UNAVAILABLE, err, cap, msg);
     }
     if (s == KILN_OK)
@@ -237,7 +225,7 @@ static kiln_status cuda_open(int device, void **state, char *err, size_t cap)
         s = KILN_CU(api, cuDeviceGetAttribute,
                     (&st->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, st->dev), err, cap);
     if (s == KILN_OK && api->p_cuDeviceGetName(st->name, (int)sizeof st->name, st->dev) != CUDA_SUCCESS)
-        fmt(st->name, sizeof st->name, "device %d", device);
+        kiln__cuda_fmt(st->name, sizeof st->name, "device %d", device);
     if (s == KILN_OK)
         s = KILN_CU(api, cuDevicePrimaryCtxRetain, (&st->ctx, st->dev), err, cap);
     if (s != KILN_OK) {
@@ -246,7 +234,7 @@ static kiln_status cuda_open(int device, void **state, char *err, size_t cap)
         return s;
     }
     st->ordinal = device;
-    fmt(st->arch, sizeof st->arch, "sm_%d%d", st->cc_major, st->cc_minor);
+    kiln__cuda_fmt(st->arch, sizeof st->arch, "sm_%d%d", st->cc_major, st->cc_minor);
     if (st->sms <= 0)
         st->sms = 1;
     const char *sync = getenv("KILN_CUDA_SYNC");
@@ -350,8 +338,8 @@ static kiln_status cuda_compile(void *state, const kiln_ir_segment *seg,
         dense_rowmajor(seg->output_traits, 0) && seg->nodes[seg->outputs[0]].op == KILN_OP_MATMUL) {
         k->cublas = 1;
         kiln__free(src);
-        fmt(out->path, sizeof out->path, "cublas");
-        fmt(out->flags, sizeof out->flags, "cublasGemmEx CUBLAS_COMPUTE_32F (%s)",
+        kiln__cuda_fmt(out->path, sizeof out->path, "cublas");
+        kiln__cuda_fmt(out->flags, sizeof out->flags, "cublasGemmEx CUBLAS_COMPUTE_32F (%s)",
             st->api.cublas_path);
         out->handle = k;
         return KILN_OK;
@@ -372,7 +360,7 @@ static kiln_status cuda_compile(void *state, const kiln_ir_segment *seg,
         if (r != CUDA_SUCCESS) {
             s = kiln__cu_check(&st->api, r, "cuModuleLoadDataEx(&mod, image, ...)", err, cap);
             char msg[2600];
-            fmt(msg, sizeof msg, "%s; JIT log: %s", kiln_last_error(), jit_log[0] ? jit_log : "(empty)");
+            kiln__cuda_fmt(msg, sizeof msg, "%s; JIT log: %s", kiln_last_error(), jit_log[0] ? jit_log : "(empty)");
             s = fail(s, err, cap, msg);
         }
     }
@@ -387,8 +375,8 @@ static kiln_status cuda_compile(void *state, const kiln_ir_segment *seg,
         cuda_release(st, k);
         return s;
     }
-    fmt(out->path, sizeof out->path, "generated");
-    fmt(out->flags, sizeof out->flags, "%s", flags);
+    kiln__cuda_fmt(out->path, sizeof out->path, "generated");
+    kiln__cuda_fmt(out->flags, sizeof out->flags, "%s", flags);
     out->handle = k;
     return KILN_OK;
 }
@@ -426,7 +414,7 @@ static uint64_t *tail(pack *p, const kiln_cuda_kinfo *in)
 static kiln_status bad_launch(char *err, size_t cap, const char *what, uint32_t k)
 {
     char msg[256];
-    fmt(msg, sizeof msg, "cuda launch: %s (view %u)", what, k);
+    kiln__cuda_fmt(msg, sizeof msg, "cuda launch: %s (view %u)", what, k);
     return fail(KILN_ERR_SHAPE, err, cap, msg);
 }
 
@@ -788,7 +776,7 @@ static kiln_status cuda_launch(void *state, void *handle, kiln_launch *L,
         return fail(KILN_ERR_INVALID_ARGUMENT, err, cap, "cuda launch: NULL argument");
     if (k->owner != st) {
         char msg[200];
-        fmt(msg, sizeof msg, "cuda launch: kernel was compiled for device %d, not device %d "
+        kiln__cuda_fmt(msg, sizeof msg, "cuda launch: kernel was compiled for device %d, not device %d "
                              "(modules are per device)",
             k->owner->ordinal, st->ordinal);
         return fail(KILN_ERR_INVALID_ARGUMENT, err, cap, msg);
@@ -936,14 +924,14 @@ static kiln_status parse_archs(nvrtc_state *st, const char *list, char *err, siz
         if (n == 0 || n >= sizeof a || st->n_archs == NVRTC_MAX_ARCHS || strncmp(p, "sm_", 3) != 0 ||
             n <= 3 || strspn(p + 3, "0123456789") < n - 3) {
             char msg[256];
-            fmt(msg, sizeof msg, "nvrtc: bad KILN_NVRTC_ARCHS '%s' (want e.g. sm_90,sm_80)", list);
+            kiln__cuda_fmt(msg, sizeof msg, "nvrtc: bad KILN_NVRTC_ARCHS '%s' (want e.g. sm_90,sm_80)", list);
             return fail(KILN_ERR_BACKEND_UNAVAILABLE, err, cap, msg);
         }
         memcpy(a, p, n);
         a[n] = '\0';
         memcpy(st->archs[st->n_archs++], a, n + 1);
         size_t l = strlen(st->arch_list);
-        fmt(st->arch_list + l, sizeof st->arch_list - l, "%s%s", l ? "," : "", a);
+        kiln__cuda_fmt(st->arch_list + l, sizeof st->arch_list - l, "%s%s", l ? "," : "", a);
         p += n;
         if (*p == ',')
             p++;
@@ -964,7 +952,7 @@ static kiln_status nvrtc_open(int device, void **state, char *err, size_t cap)
     kiln_status s = kiln__cuda_load(&st->api, KILN_CUDA_LOAD_NVRTC, why, sizeof why);
     if (s != KILN_OK) {
         char msg[900];
-        fmt(msg, sizeof msg, "nvrtc: %s", why);
+        kiln__cuda_fmt(msg, sizeof msg, "nvrtc: %s", why);
         kiln__free(st);
         return fail(s, err, cap, msg);
     }
@@ -1000,7 +988,7 @@ static kiln_status nvrtc_identity(void *state, const kiln_kernel_options *ko,
 {
     nvrtc_state *st = state;
     char archs[200], refid[256] = "";
-    fmt(archs, sizeof archs, "archs=%s", st->arch_list);
+    kiln__cuda_fmt(archs, sizeof archs, "archs=%s", st->arch_list);
     kiln_status s = identity_text(&st->api, "nvrtc", archs, st->archs[0], ko, buf, cap);
     if (s == KILN_OK && st->ref->identity != NULL)
         s = st->ref->identity(st->ref_state, ko, refid, sizeof refid);
@@ -1034,7 +1022,7 @@ static char *memo_text(const char *arch, const char *flags, const char *src)
 static void memo_path(const char *dir, const char *text, char *path, size_t cap)
 {
     uint64_t h = kiln__fnv1a(text, strlen(text), KILN_FNV_SEED);
-    fmt(path, cap, "%s/kiln-nvrtc-%016llx.ok", dir, (unsigned long long)h);
+    kiln__cuda_fmt(path, cap, "%s/kiln-nvrtc-%016llx.ok", dir, (unsigned long long)h);
 }
 
 static int memo_hit(const char *dir, const char *text)
@@ -1062,7 +1050,7 @@ static void memo_store(const char *dir, const char *text)
 {
     char path[1024], tmp[1100];
     memo_path(dir, text, path, sizeof path);
-    fmt(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    kiln__cuda_fmt(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     if (f == NULL)
         return;
@@ -1092,7 +1080,7 @@ static kiln_status nvrtc_compile(void *state, const kiln_ir_segment *seg,
         if (kiln__cuda_flags_text(ko, st->archs[i], ftext, sizeof ftext) != KILN_OK)
             ftext[0] = '\0';
         if (i == 0)
-            fmt(flags, sizeof flags, "%s", ftext);
+            kiln__cuda_fmt(flags, sizeof flags, "%s", ftext);
         char *text = memo && memo[0] ? memo_text(st->archs[i], ftext, src) : NULL;
         if (text != NULL && memo_hit(memo, text)) {
             kiln__free(text);
@@ -1108,7 +1096,7 @@ static kiln_status nvrtc_compile(void *state, const kiln_ir_segment *seg,
         return s;
     s = st->ref->compile(st->ref_state, seg, ko, out, err, cap);
     if (s == KILN_OK)
-        fmt(out->flags, sizeof out->flags, "%s", flags);
+        kiln__cuda_fmt(out->flags, sizeof out->flags, "%s", flags);
     return s;
 }
 

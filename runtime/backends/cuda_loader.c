@@ -24,9 +24,7 @@
 #include "backends/cuda_loader.h"
 
 /* snprintf that may truncate on purpose (messages are bounded). */
-static void fmt(char *dst, size_t cap, const char *f, ...)
-    __attribute__((format(printf, 3, 4)));
-static void fmt(char *dst, size_t cap, const char *f, ...)
+void kiln__cuda_fmt(char *dst, size_t cap, const char *f, ...)
 {
     if (dst == NULL || cap == 0)
         return;
@@ -69,7 +67,7 @@ static long long soname_version(const char *path, const char *stem)
 static void find_newest(const char *name, char *best, size_t cap)
 {
     char stem[64];
-    fmt(stem, sizeof stem, "lib%s.so.", name);
+    kiln__cuda_fmt(stem, sizeof stem, "lib%s.so.", name);
     const char *fixed[] = {
         "/usr/local/cuda/lib64", "/usr/local/cuda/lib",
         "/usr/local/cuda/targets/x86_64-linux/lib", "/usr/local/cuda-*/lib64",
@@ -81,11 +79,11 @@ static void find_newest(const char *name, char *best, size_t cap)
     char dirs[4096] = "";
     const char *ld = getenv("LD_LIBRARY_PATH");
     if (ld != NULL)
-        fmt(dirs, sizeof dirs, "%s", ld);
+        kiln__cuda_fmt(dirs, sizeof dirs, "%s", ld);
     const char *home = getenv("CUDA_HOME");
     char homedir[600] = "";
     if (home != NULL && home[0] != '\0')
-        fmt(homedir, sizeof homedir, "%s/lib64", home);
+        kiln__cuda_fmt(homedir, sizeof homedir, "%s/lib64", home);
     /* Search order: LD_LIBRARY_PATH entries, $CUDA_HOME/lib64, the fixed
     ** list; the newest version wins wherever it is. */
     const char *list[64];
@@ -102,7 +100,7 @@ static void find_newest(const char *name, char *best, size_t cap)
         if (list[d][0] == '\0')
             continue;
         char pattern[800];
-        fmt(pattern, sizeof pattern, "%s/%s*", list[d], stem);
+        kiln__cuda_fmt(pattern, sizeof pattern, "%s/%s*", list[d], stem);
         glob_t g;
         if (glob(pattern, 0, NULL, &g) != 0)
             continue;
@@ -111,7 +109,7 @@ static void find_newest(const char *name, char *best, size_t cap)
             long long v = soname_version(path, stem);
             if (v > best_v && strlen(path) < cap) {
                 best_v = v;
-                fmt(best, cap, "%s", path);
+                kiln__cuda_fmt(best, cap, "%s", path);
             }
         }
         globfree(&g);
@@ -129,9 +127,9 @@ static void *open_lib(const char *name, const char *env, const char *const *sona
         void *h = dlopen(over, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
         if (h == NULL) {
             const char *e = dlerror();
-            fmt(why, why_cap, "%s=%s: %s", env, over, e ? e : "dlopen failed");
+            kiln__cuda_fmt(why, why_cap, "%s=%s: %s", env, over, e ? e : "dlopen failed");
         } else {
-            fmt(opened, opened_cap, "%s", over);
+            kiln__cuda_fmt(opened, opened_cap, "%s", over);
         }
         return h;
     }
@@ -141,7 +139,7 @@ static void *open_lib(const char *name, const char *env, const char *const *sona
     if (best[0] != '\0') {
         void *h = dlopen(best, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
         if (h != NULL) {
-            fmt(opened, opened_cap, "%s", best);
+            kiln__cuda_fmt(opened, opened_cap, "%s", best);
             return h;
         }
         const char *e = dlerror();
@@ -150,7 +148,7 @@ static void *open_lib(const char *name, const char *env, const char *const *sona
     for (int i = 0; sonames[i] != NULL; i++) {
         void *h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
         if (h != NULL) {
-            fmt(opened, opened_cap, "%s", sonames[i]);
+            kiln__cuda_fmt(opened, opened_cap, "%s", sonames[i]);
             return h;
         }
         const char *e = dlerror();
@@ -183,7 +181,7 @@ kiln_status kiln__cuda_load(kiln_cuda_api *api, unsigned what, char *err,
         a.h_cuda = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
         if (a.h_cuda == NULL) {
             const char *e = dlerror();
-            fmt(err, cap, "no driver (%s)", e ? e : path);
+            kiln__cuda_fmt(err, cap, "no driver (%s)", e ? e : path);
             return KILN_ERR_BACKEND_UNAVAILABLE;
         }
         const char *missing = NULL;
@@ -191,7 +189,7 @@ kiln_status kiln__cuda_load(kiln_cuda_api *api, unsigned what, char *err,
         KILN_CUDA_DRIVER_FNS(KILN_X_)
 #undef KILN_X_
         if (missing != NULL) {
-            fmt(err, cap, "no driver (%s lacks %s: driver too old?)",
+            kiln__cuda_fmt(err, cap, "no driver (%s lacks %s: driver too old?)",
                      path, missing);
             kiln__cuda_unload(&a);
             return KILN_ERR_BACKEND_UNAVAILABLE;
@@ -203,7 +201,7 @@ kiln_status kiln__cuda_load(kiln_cuda_api *api, unsigned what, char *err,
         a.h_nvrtc = open_lib("nvrtc", "KILN_NVRTC_PATH", sonames, a.nvrtc_path,
                              sizeof a.nvrtc_path, why, sizeof why);
         if (a.h_nvrtc == NULL) {
-            fmt(err, cap, "no NVRTC (%s)", why);
+            kiln__cuda_fmt(err, cap, "no NVRTC (%s)", why);
             kiln__cuda_unload(&a);
             return KILN_ERR_BACKEND_UNAVAILABLE;
         }
@@ -215,7 +213,7 @@ kiln_status kiln__cuda_load(kiln_cuda_api *api, unsigned what, char *err,
         if (missing == NULL && a.p_nvrtcVersion(&mj, &mn) != NVRTC_SUCCESS)
             missing = "a working nvrtcVersion";
         if (missing != NULL) {
-            fmt(err, cap, "no NVRTC (%s lacks %s)", a.nvrtc_path, missing);
+            kiln__cuda_fmt(err, cap, "no NVRTC (%s lacks %s)", a.nvrtc_path, missing);
             kiln__cuda_unload(&a);
             return KILN_ERR_BACKEND_UNAVAILABLE;
         }
@@ -228,14 +226,14 @@ kiln_status kiln__cuda_load(kiln_cuda_api *api, unsigned what, char *err,
         a.h_cublas = open_lib("cublas", "KILN_CUBLAS_PATH", sonames,
                               a.cublas_path, sizeof a.cublas_path, why, sizeof why);
         if (a.h_cublas == NULL) {
-            fmt(a.cublas_why, sizeof a.cublas_why, "%s", why);
+            kiln__cuda_fmt(a.cublas_why, sizeof a.cublas_why, "%s", why);
         } else {
             const char *missing = NULL;
 #define KILN_X_(name) LOAD_SYM(a.h_cublas, &a.p_##name, name, missing);
             KILN_CUBLAS_FNS(KILN_X_)
 #undef KILN_X_
                 if (missing != NULL) {
-                fmt(a.cublas_why, sizeof a.cublas_why, "%s lacks %s",
+                kiln__cuda_fmt(a.cublas_why, sizeof a.cublas_why, "%s lacks %s",
                          a.cublas_path, missing);
                 dlclose(a.h_cublas);
                 a.h_cublas = NULL;
@@ -281,10 +279,10 @@ kiln_status kiln__cu_check(const kiln_cuda_api *api, CUresult r,
     kiln_status s = r == CUDA_ERROR_OUT_OF_MEMORY ? KILN_ERR_NO_MEMORY
                                                   : KILN_ERR_CUDA;
     char msg[1024];
-    fmt(msg, sizeof msg, "cuda: %s failed: %s (%s) [code %d]", call, name,
+    kiln__cuda_fmt(msg, sizeof msg, "cuda: %s failed: %s (%s) [code %d]", call, name,
              str, (int)r);
     if (err != NULL && cap > 0)
-        fmt(err, cap, "%s", msg);
+        kiln__cuda_fmt(err, cap, "%s", msg);
     return kiln__err(s, "%s", msg);
 }
 
@@ -299,10 +297,10 @@ kiln_status kiln__nvrtc_check(const kiln_cuda_api *api, nvrtcResult r,
     if (str == NULL)
         str = "unknown nvrtcResult";
     char msg[1024];
-    fmt(msg, sizeof msg, "nvrtc: %s failed: %s [code %d]", call, str,
+    kiln__cuda_fmt(msg, sizeof msg, "nvrtc: %s failed: %s [code %d]", call, str,
              (int)r);
     if (err != NULL && cap > 0)
-        fmt(err, cap, "%s", msg);
+        kiln__cuda_fmt(err, cap, "%s", msg);
     return kiln__err(KILN_ERR_COMPILE, "%s", msg);
 }
 
@@ -319,9 +317,9 @@ kiln_status kiln__cublas_check(const kiln_cuda_api *api, cublasStatus_t r,
     kiln_status s = r == CUBLAS_STATUS_ALLOC_FAILED ? KILN_ERR_NO_MEMORY
                                                     : KILN_ERR_BACKEND;
     char msg[1024];
-    fmt(msg, sizeof msg, "cublas: %s failed: %s [code %d]", call, name,
+    kiln__cuda_fmt(msg, sizeof msg, "cublas: %s failed: %s [code %d]", call, name,
              (int)r);
     if (err != NULL && cap > 0)
-        fmt(err, cap, "%s", msg);
+        kiln__cuda_fmt(err, cap, "%s", msg);
     return kiln__err(s, "%s", msg);
 }

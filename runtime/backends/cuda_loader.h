@@ -131,4 +131,9 @@ kiln_status kiln__cublas_check(const kiln_cuda_api *api, cublasStatus_t r,
 #define KILN_CUBLAS(api, fn, args, err, cap)                                   \
     kiln__cublas_check((api), (api)->p_##fn args, #fn #args, (err), (cap))
 
+/* snprintf into dst (cap bytes) that may truncate on purpose: messages
+** are bounded.  NULL dst or cap 0 writes nothing. */
+void kiln__cuda_fmt(char *dst, size_t cap, const char *f, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif /* KILN_CUDA_LOADER_H */
