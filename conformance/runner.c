@@ -300,7 +300,8 @@ static int load_dir(const char *dir, run *r)
     ** pages back so each fork copies a small process. */
     malloc_trim(0);
 #endif
-    qsort(r->files, r->n_files, sizeof *r->files, cmp_files);
+    if (r->n_files > 0)
+        qsort(r->files, r->n_files, sizeof *r->files, cmp_files);
     for (size_t i = 1; i < r->n_files; i++)
         if (strcmp(r->files[i].category, r->files[i - 1].category) == 0) {
             fprintf(stderr, "kiln conform: %s and %s both hold category '%s'\n",
@@ -735,7 +736,8 @@ int kiln_cmd_conform(int argc, char **argv)
             fprintf(stderr, "\r\033[K");
         collect(&r, sr, res, &ulps, &n_ulps);
     }
-    qsort(ulps, n_ulps, sizeof *ulps, cmp_ulp);
+    if (n_ulps > 0) /* qsort wants a non-NULL base even for 0 items */
+        qsort(ulps, n_ulps, sizeof *ulps, cmp_ulp);
 
     /* Per-category rows, in suite order. */
     cf_cat_row *rows = calloc(r.n_files + 1, sizeof *rows);

@@ -276,7 +276,8 @@ int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
             f.n_tests++;
         }
     }
-    qsort(f.tests, f.n_tests, sizeof *f.tests, cmp_tcid);
+    if (f.n_tests > 0)
+        qsort(f.tests, f.n_tests, sizeof *f.tests, cmp_tcid);
     for (size_t i = 1; i < f.n_tests; i++)
         if (f.tests[i].tcid == f.tests[i - 1].tcid) {
             cf_fail(e, sizeof e, "tcId %d appears twice", f.tests[i].tcid);
