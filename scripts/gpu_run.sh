@@ -48,14 +48,14 @@ conform_sharded() { # N extra-args...: the suite on cuda in N parallel shards
   return $rc
 }
 [ "$MODE" != final ] && stage unit 60       env KILN_TEST_PLUGIN=$PWD/$B/plugins/libkiln_test_plugin.so KILN_BIN=$PWD/$B/kiln $B/unit_tests
-stage conform 150   conform_sharded 8
+stage conform 120   conform_sharded 8
 if [ "$MODE" = full ]; then
   stage memcheck 70   compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300
   stage racecheck 60  compute-sanitizer --tool racecheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category numerics --filter 'sum|max|min|matmul' --shard 1/8 --timeout 300
 fi
 if [ "$MODE" = full ] || [ "$MODE" = final ]; then
-  stage bench 120     $B/kiln bench gpu --json "$OUT/bench.json"
-  stage torch 60      python3 bench/torch_bench.py --kiln-json "$OUT/bench.json" --json "$OUT/torch.json"
+  stage bench 110     $B/kiln bench gpu --json "$OUT/bench.json"
+  stage torch 50      python3 bench/torch_bench.py --kiln-json "$OUT/bench.json" --json "$OUT/torch.json"
 fi
 echo "=== summary"; printf '%s\n' "${summary[@]}" | tee -a "$OUT/summary.log"
 tar czf "$FINAL/logs.tgz" -C "$OUT" .
