@@ -191,7 +191,7 @@ static kiln_status push_node(kiln_fusion *f, const kiln_ir_node *n,
     return KILN_OK;
 }
 
-static kiln_ir_node blank_node(kiln_op op, int dtype, int rank)
+kiln_ir_node kiln__ir_node_blank(int op, int dtype, int rank)
 {
     kiln_ir_node n;
     memset(&n, 0, sizeof n);
@@ -248,7 +248,7 @@ kiln_status kiln_fusion_input(kiln_fusion *f, kiln_dtype dtype, int rank,
         return kiln__err(KILN_ERR_LIMIT,
                          "input %u: rank %d exceeds the maximum rank %d",
                          f->n_inputs, rank, KILN_MAX_RANK);
-    kiln_ir_node n = blank_node(KILN_OP_INPUT, (int)dtype, rank);
+    kiln_ir_node n = kiln__ir_node_blank(KILN_OP_INPUT, (int)dtype, rank);
     for (int i = 0; bcast != NULL && i < rank; i++)
         if (bcast[i])
             n.bcast |= 1u << i;
@@ -284,7 +284,7 @@ kiln_status kiln_fusion_const(kiln_fusion *f, kiln_dtype dtype, uint64_t bits,
                          "(maximum 0x%llx)",
                          f->n_nodes, (unsigned long long)bits,
                          kiln_dtype_name(dtype), (unsigned long long)limit);
-    kiln_ir_node n = blank_node(KILN_OP_CONST, (int)dtype, 0);
+    kiln_ir_node n = kiln__ir_node_blank(KILN_OP_CONST, (int)dtype, 0);
     n.bits = bits;
     return push_node(f, &n, out);
 }
@@ -390,7 +390,7 @@ kiln_status kiln_fusion_op(kiln_fusion *f, kiln_op op, const kiln_value *args,
     }
     if (rank < 0)
         rank = 0;
-    kiln_ir_node n = blank_node(op, info->result == R_SAME ? t : info->result,
+    kiln_ir_node n = kiln__ir_node_blank(op, info->result == R_SAME ? t : info->result,
                                 rank);
     n.bcast = bcast & rank_mask(rank);
     for (int i = 0; i < nargs; i++)
@@ -412,7 +412,7 @@ kiln_status kiln_fusion_cast(kiln_fusion *f, kiln_value a, kiln_dtype to,
         return kiln__err(KILN_ERR_DTYPE, "cast at %%%u: invalid target dtype %d",
                          f->n_nodes, (int)to);
     const kiln_ir_node *src = &f->nodes[a];
-    kiln_ir_node n = blank_node(KILN_OP_CAST, (int)to, src->rank);
+    kiln_ir_node n = kiln__ir_node_blank(KILN_OP_CAST, (int)to, src->rank);
     n.bcast = src->bcast;
     n.args[0] = a;
     return push_node(f, &n, out);
@@ -452,7 +452,7 @@ kiln_status kiln_fusion_broadcast(kiln_fusion *f, kiln_value a, int out_rank,
                          "%d",
                          at, (long)a, src->rank, n_new, src->rank + n_new,
                          out_rank);
-    kiln_ir_node n = blank_node(KILN_OP_BROADCAST, src->dtype, out_rank);
+    kiln_ir_node n = kiln__ir_node_blank(KILN_OP_BROADCAST, src->dtype, out_rank);
     n.axes = newmask;
     n.bcast = newmask;
     for (int j = 0, i = 0; j < out_rank; j++) {
@@ -507,7 +507,7 @@ kiln_status kiln_fusion_reduce(kiln_fusion *f, kiln_op op, kiln_value a,
                              info->name, at, axes[i]);
         mask |= 1u << axes[i];
     }
-    kiln_ir_node n = blank_node(op, src->dtype, src->rank);
+    kiln_ir_node n = kiln__ir_node_blank(op, src->dtype, src->rank);
     n.axes = mask;
     n.args[0] = a;
     if (keepdim) {
@@ -559,7 +559,7 @@ kiln_status kiln_fusion_matmul(kiln_fusion *f, kiln_value a, kiln_value b,
                          "matmul at %%%u: the K axis is a broadcast axis in "
                          "one operand only (%%%ld axis 1, %%%ld axis 0)",
                          at, (long)a, (long)b);
-    kiln_ir_node n = blank_node(KILN_OP_MATMUL, KILN_F32, 2);
+    kiln_ir_node n = kiln__ir_node_blank(KILN_OP_MATMUL, KILN_F32, 2);
     n.bcast = (x->bcast & 1u) | (y->bcast & 2u);
     n.args[0] = a;
     n.args[1] = b;

@@ -187,6 +187,9 @@ struct kiln_fusion {
     uint32_t n_axis_edges;
 };
 
+/* A node of `op` with no operands (args -1, io -1, everything else 0). */
+kiln_ir_node kiln__ir_node_blank(int op, int dtype, int rank);
+
 /* Op table row (fusion.c): the single source of truth for ops. */
 typedef struct kiln_op_info {
     const char *name;

@@ -296,18 +296,6 @@ static uint32_t part_bcast(const emitter *E, uint8_t part)
     return part == KILN__PART_K ? E->sb->red_axes : 0;
 }
 
-static kiln_ir_node blank(int op, int dtype, int rank)
-{
-    kiln_ir_node n;
-    memset(&n, 0, sizeof n);
-    n.op = (uint16_t)op;
-    n.dtype = (uint8_t)dtype;
-    n.rank = (uint8_t)rank;
-    n.args[0] = n.args[1] = n.args[2] = -1;
-    n.io = -1;
-    return n;
-}
-
 /* A leaf: fusion node v read as a view (part, map). */
 static int32_t emit_leaf(emitter *E, int32_t v, uint8_t part,
                          const int8_t *map, int32_t own)
@@ -333,7 +321,7 @@ static int32_t emit_leaf(emitter *E, int32_t v, uint8_t part,
     memset(l->map, -1, sizeof l->map);
     memcpy(l->map, map, E->P->f->nodes[v].rank);
     const kiln_ir_node *fn = &E->P->f->nodes[v];
-    kiln_ir_node n = blank(KILN_OP_INPUT, fn->dtype,
+    kiln_ir_node n = kiln__ir_node_blank(KILN_OP_INPUT, fn->dtype,
                            part == KILN__PART_OWN ? E->P->f->nodes[own].rank
                                                   : part_rank(E, part));
     n.bcast = part == KILN__PART_OWN ? 0 : part_bcast(E, part);
@@ -361,7 +349,7 @@ static int32_t emit(emitter *E, int32_t v, uint8_t part, const int8_t *map)
         return m;
     int r = part_rank(E, part);
     if (fn->op == KILN_OP_CONST) { /* always inline, even if an output */
-        kiln_ir_node n = blank(KILN_OP_CONST, fn->dtype, r);
+        kiln_ir_node n = kiln__ir_node_blank(KILN_OP_CONST, fn->dtype, r);
         n.bcast = (1u << r) - 1u;
         n.bits = fn->bits;
         return push(E, &n, v, part, map);
@@ -380,7 +368,7 @@ static int32_t emit(emitter *E, int32_t v, uint8_t part, const int8_t *map)
         for (int a = 0; a < r; a++)
             id[a] = (int8_t)a;
         int32_t x = emit(E, fn->args[0], KILN__PART_D, id);
-        kiln_ir_node n = blank(fn->op, fn->dtype, r);
+        kiln_ir_node n = kiln__ir_node_blank(fn->op, fn->dtype, r);
         n.axes = fn->axes;
         n.bcast = fn->axes;
         n.flags = KILN_IR_KEEPDIM;
@@ -419,13 +407,13 @@ static int32_t emit(emitter *E, int32_t v, uint8_t part, const int8_t *map)
                 ab[k] = emit_leaf(E, opnd, KILN__PART_OWN, bm, opnd);
             }
         }
-        kiln_ir_node n = blank(KILN_OP_MATMUL, fn->dtype, 2);
+        kiln_ir_node n = kiln__ir_node_blank(KILN_OP_MATMUL, fn->dtype, 2);
         n.args[0] = ab[0];
         n.args[1] = ab[1];
         return push(E, &n, v, part, map);
     }
     /* pointwise (computed over the domain, recomputed if not a member) */
-    kiln_ir_node n = blank(fn->op, fn->dtype, r);
+    kiln_ir_node n = kiln__ir_node_blank(fn->op, fn->dtype, r);
     n.bcast = part_bcast(E, part);
     for (int k = 0; k < 3 && fn->args[k] >= 0; k++)
         n.args[k] = emit(E, fn->args[k], part, map);
@@ -648,7 +636,7 @@ static kiln_status emit_segment(planner *P, int32_t seg, const int32_t *roots,
         int32_t x = emit(&E, roots[k], part, map);
         if (x >= 0 && (E.nodes[x].op == KILN_OP_INPUT ||
                        E.nodes[x].op == KILN_OP_CONST)) {
-            kiln_ir_node c = blank(KILN_OP_CAST, E.nodes[x].dtype,
+            kiln_ir_node c = kiln__ir_node_blank(KILN_OP_CAST, E.nodes[x].dtype,
                                    part_rank(&E, part));
             c.bcast = part_bcast(&E, part);
             c.args[0] = x;
