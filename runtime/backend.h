@@ -152,6 +152,11 @@ typedef struct kiln_backend {
     void (*mem_free)(void *state, void *ptr);
     kiln_status (*mem_copy)(void *state, void *dst, const void *src,
                             size_t n, int direction, char *err, size_t cap);
+    /* Optional (appended in ABI 1; NULL or beyond struct_size = unknown):
+    ** bytes of local memory one thread of the compiled kernel uses
+    ** (register spills and stack), or -1 when unknown.  The runtime uses it
+    ** for enable=warn_register_spill(N). */
+    int64_t (*local_bytes)(void *state, void *handle);
 } kiln_backend;
 
 typedef const kiln_backend *(*kiln_backend_entry_fn)(uint32_t host_abi);

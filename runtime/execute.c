@@ -359,6 +359,27 @@ static void dump_cuda_kernels(kiln_context *ctx, const kiln__plan *p,
     }
 }
 
+/* enable=warn_register_spill(N): for every kernel this call compiled, warn
+** when the backend reports more than N bytes of local memory per thread
+** (spills and stack).  Backends without local_bytes() report nothing. */
+static void warn_spills(const kiln__plan *p, const call *c, uint64_t limit,
+                        FILE *dump)
+{
+    for (uint32_t i = 0; i < p->n_segs; i++) {
+        const kiln__kernel *k = c->kern[i];
+        if (c->hit[i] || k->be == NULL || k->be->local_bytes == NULL)
+            continue;
+        int64_t n = k->be->local_bytes(k->be_state, k->out.handle);
+        if (n >= 0 && (uint64_t)n > limit)
+            fprintf(dump,
+                    "kiln: warning: segment %u (%s) kernel %016llx uses %lld "
+                    "bytes of local memory per thread (register spills), "
+                    "more than warn_register_spill(%llu)\n",
+                    i, p->segs[i].what, (unsigned long long)k->hash,
+                    (long long)n, (unsigned long long)limit);
+    }
+}
+
 /* ------------------------------------------------------- host staging */
 
 /* Copy a device view's storage span to a fresh host block (outputs too:
@@ -928,6 +949,8 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
     }
     if (kiln__opt_on(&eo, KOPT_DUMP_CUDA_KERNEL))
         dump_cuda_kernels(ctx, p, var, &c, dump);
+    if (kiln__opt_on(&eo, KOPT_EN_WARN_REGISTER_SPILL))
+        warn_spills(p, &c, eo.arg[KOPT_EN_WARN_REGISTER_SPILL], dump);
     if (kiln__opt_on(&eo, KOPT_DUMP_CACHE)) {
         flockfile(dump);
         fprintf(dump, "kiln: cache: plan %016llx %s\n",

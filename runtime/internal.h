@@ -90,7 +90,7 @@ void kiln__buf_free(kiln_buf *b);
       KILN_LEVEL_NONE, NULL, 0, 1,                                             \
       "record per-segment GPU times in the execute info")                      \
     X(EN_WARN_REGISTER_SPILL, "warn_register_spill", KILN_SET_ENABLE,          \
-      KILN_ARG_INT, KILN_LEVEL_NONE, NULL, 0, 0,                               \
+      KILN_ARG_INT, KILN_LEVEL_NONE, NULL, 0, 1,                               \
       "warn when a kernel spills more than N bytes (default 0)")               \
     X(DIS_COMPILE_TO_SASS, "compile_to_sass", KILN_SET_DISABLE, KILN_ARG_NONE, \
       KILN_LEVEL_KERNEL, NULL, 0, 1,                                           \

@@ -892,10 +892,27 @@ static kiln_status cuda_mem_copy(void *state, void *dst, const void *src,
     }
 }
 
+/* Local memory per thread of the kernel's main function (spills + stack),
+** from the driver; -1 for cuBLAS kernels or when the query fails. */
+static int64_t cuda_local_bytes(void *state, void *handle)
+{
+    cuda_state *st = state;
+    cuda_kernel *k = handle;
+    int v = -1;
+    char err[256];
+    if (st == NULL || k == NULL || k->cublas || k->fmain == NULL ||
+        enter(st, err, sizeof err) != KILN_OK ||
+        st->api.p_cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+                                     k->fmain) != CUDA_SUCCESS)
+        return -1;
+    return v;
+}
+
 static const kiln_backend cuda_backend = {
     KILN_BACKEND_ABI_VERSION, sizeof(kiln_backend), "cuda", KILN_MEM_DEVICE,
     cuda_open, cuda_close, cuda_identity, cuda_compile, cuda_release,
-    cuda_launch, cuda_mem_alloc, cuda_mem_free, cuda_mem_copy};
+    cuda_launch, cuda_mem_alloc, cuda_mem_free, cuda_mem_copy,
+    cuda_local_bytes};
 
 const kiln_backend *kiln__backend_cuda(void) { return &cuda_backend; }
 
@@ -1117,6 +1134,6 @@ static kiln_status nvrtc_launch(void *state, void *handle, kiln_launch *args,
 static const kiln_backend nvrtc_backend = {
     KILN_BACKEND_ABI_VERSION, sizeof(kiln_backend), "nvrtc", KILN_MEM_HOST,
     nvrtc_open, nvrtc_close, nvrtc_identity, nvrtc_compile, nvrtc_release,
-    nvrtc_launch, NULL, NULL, NULL};
+    nvrtc_launch, NULL, NULL, NULL, NULL};
 
 const kiln_backend *kiln__backend_nvrtc(void) { return &nvrtc_backend; }

@@ -15,7 +15,9 @@
 ** reports struct_size N.  For the REFERENCE-fallback tests,
 ** KILN_TEST_PLUGIN_UNSUPPORTED=compile makes compile() refuse reduction
 ** segments, =launch makes launch() refuse every segment, with
-** KILN_ERR_UNSUPPORTED.
+** KILN_ERR_UNSUPPORTED.  KILN_TEST_PLUGIN_LOCAL_BYTES=N makes local_bytes()
+** report N bytes of local memory per thread for every kernel (the
+** warn_register_spill tests).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,14 @@ static kiln_status plugin_launch(void *state, void *handle, kiln_launch *args,
     return kiln__backend_ref()->launch(state, handle, args, err, cap);
 }
 
+static int64_t plugin_local_bytes(void *state, void *handle)
+{
+    (void)state;
+    (void)handle;
+    const char *n = getenv("KILN_TEST_PLUGIN_LOCAL_BYTES");
+    return n != NULL ? strtoll(n, NULL, 10) : -1;
+}
+
 __attribute__((visibility("default"))) const kiln_backend *
 kiln_backend_entry(uint32_t host_abi)
 {
@@ -73,6 +83,7 @@ kiln_backend_entry(uint32_t host_abi)
     desc.identity = plugin_identity;
     desc.compile = plugin_compile;
     desc.launch = plugin_launch;
+    desc.local_bytes = plugin_local_bytes;
     const char *abi = getenv("KILN_TEST_PLUGIN_ABI");
     const char *size = getenv("KILN_TEST_PLUGIN_SIZE");
     if (abi != NULL)

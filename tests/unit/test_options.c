@@ -120,7 +120,7 @@ static const struct {
     {"kernel_debug", KILN_SET_ENABLE, KILN_ARG_NONE, KILN_LEVEL_KERNEL, 1},
     {"kernel_lineinfo", KILN_SET_ENABLE, KILN_ARG_NONE, KILN_LEVEL_KERNEL, 1},
     {"kernel_profile", KILN_SET_ENABLE, KILN_ARG_NONE, KILN_LEVEL_NONE, 1},
-    {"warn_register_spill", KILN_SET_ENABLE, KILN_ARG_INT, KILN_LEVEL_NONE, 0},
+    {"warn_register_spill", KILN_SET_ENABLE, KILN_ARG_INT, KILN_LEVEL_NONE, 1},
     {"compile_to_sass", KILN_SET_DISABLE, KILN_ARG_NONE, KILN_LEVEL_KERNEL, 1},
     {"expr_simplify", KILN_SET_DISABLE, KILN_ARG_NAMES, KILN_LEVEL_KERNEL, 1},
     {"fallback", KILN_SET_DISABLE, KILN_ARG_NONE, KILN_LEVEL_PLAN, 1},

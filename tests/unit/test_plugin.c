@@ -6,6 +6,7 @@
 ** KILN_ERR_ABI and a message saying why.
 */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,11 +157,75 @@ END_TEST
 START_TEST(reference_fallback_at_launch) { fallback_case("launch"); }
 END_TEST
 
+/* Read everything written to a tmpfile so far. */
+static void slurp(FILE *fp, char *buf, size_t cap)
+{
+    fflush(fp);
+    rewind(fp);
+    size_t n = fread(buf, 1, cap - 1, fp);
+    buf[n] = '\0';
+}
+
+START_TEST(warn_register_spill_reports_compiled_kernels)
+{
+    const char *path = plugin_path();
+    if (path == NULL)
+        return; /* run through `make test-unit`, which sets it */
+    setenv("KILN_TEST_PLUGIN_LOCAL_BYTES", "128", 1);
+    FILE *dump = tmpfile();
+    ck_assert_ptr_nonnull(dump);
+    kiln_context_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.struct_size = sizeof cfg;
+    cfg.backend = path;
+    cfg.use_env_override = 1;
+    cfg.dump_stream = dump;
+    kiln_context *ctx;
+    ck_assert_int_eq(kiln_context_create(&cfg, &ctx), KILN_OK);
+    kiln_fusion *f = tu_fusion("kiln.fusion 1\n%x = input f32 [?]\n"
+                               "%y = neg %x\noutput %y\n");
+    float x[3] = {1, 2, 3}, o[3];
+    int64_t sz[1] = {3};
+    kiln_tensor *in[1] = {tu_tensor(KILN_F32, 1, sz, NULL, x)};
+    kiln_tensor *out[1] = {tu_tensor(KILN_F32, 1, sz, NULL, o)};
+    const char *w64[1] = {"warn_register_spill(64)"};
+    const char *w256[1] = {"warn_register_spill(256)"};
+    const char *nofma[1] = {"fma"};
+    kiln_exec_options x64 = {sizeof x64, w64, 1, NULL, 0};
+    kiln_exec_options x256 = {sizeof x256, w256, 1, nofma, 1};
+    char buf[2048];
+
+    /* a compile reporting 128 bytes > 64: one warning naming both numbers */
+    ck_assert_int_eq(kiln_execute(ctx, f, in, 1, out, 1, &x64, NULL), KILN_OK);
+    slurp(dump, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "uses 128 bytes of local memory"));
+    ck_assert_ptr_nonnull(strstr(buf, "warn_register_spill(64)"));
+    size_t len = strlen(buf);
+    /* a cache hit compiles nothing, so it warns about nothing */
+    ck_assert_int_eq(kiln_execute(ctx, f, in, 1, out, 1, &x64, NULL), KILN_OK);
+    slurp(dump, buf, sizeof buf);
+    ck_assert_uint_eq(strlen(buf), len);
+    /* a new kernel (disable=fma) under a limit above 128: no warning */
+    ck_assert_int_eq(kiln_execute(ctx, f, in, 1, out, 1, &x256, NULL), KILN_OK);
+    slurp(dump, buf, sizeof buf);
+    ck_assert_uint_eq(strlen(buf), len);
+    ck_assert_float_eq(o[2], -3.0f);
+
+    kiln_tensor_destroy(in[0]);
+    kiln_tensor_destroy(out[0]);
+    kiln_fusion_destroy(f);
+    kiln_context_destroy(ctx);
+    fclose(dump);
+    unsetenv("KILN_TEST_PLUGIN_LOCAL_BYTES");
+}
+END_TEST
+
 Suite *plugin_suite(void)
 {
     Suite *s = suite_create("plugin");
     TCase *tc = tcase_create("load");
     tcase_add_test(tc, plugin_runs_like_ref);
+    tcase_add_test(tc, warn_register_spill_reports_compiled_kernels);
     tcase_add_test(tc, missing_entry_symbol);
     tcase_add_test(tc, abi_version_mismatch);
     tcase_add_test(tc, unloadable_paths);
