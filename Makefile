@@ -53,7 +53,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all lib cli unit test test-unit test-asan test-tsan deps install \
+.PHONY: all lib cli unit test test-unit test-asan test-tsan deps install fuzz-kf \
         uninstall clean help fuzz coverage conform bench gpu-bundle \
         docs-check testgen testgen-check mutants nvrtc-check valgrind examples
 
@@ -206,6 +206,16 @@ fuzz:
 	build/fuzz/fuzz_options -max_total_time=$${FUZZ_SECONDS:-60} \
 	  -dict=tests/fuzz/options.dict build/fuzz/corpus
 
+# libFuzzer on the .kf parser/printer round trip (FUZZ_SECONDS=60).
+fuzz-kf:
+	@mkdir -p build/fuzz/kf_corpus
+	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
+	  tests/fuzz/fuzz_fusion_text.c runtime/status.c runtime/fusion.c runtime/fusion_text.c \
+	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_fusion_text
+	cp -n tests/fuzz/kf_corpus/* build/fuzz/kf_corpus/ 2>/dev/null || true
+	build/fuzz/fuzz_fusion_text -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/kf_corpus
+
 coverage:
 	$(MAKE) -j$(JOBS) BUILD=build/cov SAN=cov all unit
 	lcov --zerocounters --directory build/cov >/dev/null
@@ -260,6 +270,7 @@ help:
 	@echo "make conform    the conformance suite on the default backend"
 	@echo "make testgen    regenerate conformance/vectors"
 	@echo "make fuzz       libFuzzer on the option parser (FUZZ_SECONDS=60)"
+	@echo "make fuzz-kf    libFuzzer on the .kf parser/printer round trip"
 	@echo "make coverage   gcov/lcov HTML report in build/coverage-html"
 	@echo "make bench      benchmarks (kiln bench all)"
 	@echo "make gpu-bundle binaries for the GPU machine under carry/"
