@@ -479,19 +479,8 @@ static kiln_status ref_once(kiln_context *ctx, const kiln__pseg *s,
                             const kiln__variant *v, kiln_launch *L,
                             kiln_ir_tensor *in, kiln_ir_tensor *out)
 {
-    const kiln__segir *ir = &s->ir[v->ko.contract && s->contracts ? 1 : 0];
     kiln_ir_segment seg;
-    memset(&seg, 0, sizeof seg);
-    seg.struct_size = sizeof seg;
-    seg.kind = s->kind;
-    seg.nodes = ir->nodes;
-    seg.n_nodes = ir->n_nodes;
-    seg.n_inputs = s->n_leaves;
-    seg.outputs = ir->outputs;
-    seg.n_outputs = s->n_outs;
-    seg.input_traits = s->in_traits;
-    seg.output_traits = s->out_traits;
-    seg.index64 = s->index64;
+    kiln__pseg_ir(s, v, &seg);
     kiln_kernel_out ko;
     memset(&ko, 0, sizeof ko);
     char err[1024];
