@@ -1125,12 +1125,12 @@ done:
 /* Run the fusion once on ctx; outs receives host copies (malloc'd). */
 static int diff_run(kiln_context *ctx, const kiln_fusion *f, inputs *in,
                     const execopts *x, kiln_tensor **outs, size_t n_outs,
-                    const char *who, cf_outcome *o)
+                    const char *who, kiln_exec_info *info, cf_outcome *o)
 {
     if (wrap_inputs(ctx, in, o))
         return 1;
     kiln_status st = kiln_execute(ctx, f, in->t, in->n, outs, n_outs, &x->eo,
-                                  NULL);
+                                  info);
     inputs_unwrap(in); /* the tensors belong to this context */
     if (st != KILN_OK) {
         failf(o, "%s: kiln_execute: %s: %s", who, kiln_status_name(st),
@@ -1153,6 +1153,28 @@ static void *host_copy(kiln_context *ctx, const kiln_tensor *t, cf_outcome *o)
     return b;
 }
 
+/* "; ran: <what> <path> [<flags>], ...": which kernels produced a
+** differential result, for a failure message (a wrong answer is read
+** against the flags it was compiled with). */
+static void describe_run(const kiln_exec_info *info, char *buf, size_t cap)
+{
+    size_t n = info ? kiln_exec_info_segment_count(info) : 0, used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used < cap; i++) {
+        kiln_segment_info si;
+        memset(&si, 0, sizeof si);
+        si.struct_size = sizeof si;
+        if (kiln_exec_info_segment(info, i, &si) != KILN_OK)
+            break;
+        int w = snprintf(buf + used, cap - used, "%s%s %s [%s]",
+                         i ? ", " : "; ran: ", si.what ? si.what : "?",
+                         si.path ? si.path : "?", si.flags ? si.flags : "");
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
 static void run_differential(const cf_target *tg, const cf_test *t,
                              cf_outcome *o)
 {
@@ -1171,6 +1193,7 @@ static void run_differential(const cf_target *tg, const cf_test *t,
     const json_t *tol = json_object_get(t->json, "tolerance");
     const json_t *seed = json_object_get(t->json, "seed");
     kiln_context *bt = NULL, *ref = NULL;
+    kiln_exec_info *info = NULL;
     kiln_tensor **ob = calloc(n_outs + 1, sizeof *ob);
     kiln_tensor **orf = calloc(n_outs + 1, sizeof *orf);
     inputs in;
@@ -1238,8 +1261,13 @@ static void run_differential(const cf_target *tg, const cf_test *t,
               kiln_last_error());
         goto done;
     }
-    if (diff_run(bt, f, &in, &x, ob, n_outs, kiln_context_backend(bt), o) ||
-        diff_run(ref, f, &in, &x, orf, n_outs, "ref", o))
+    if (kiln_exec_info_create(&info) != KILN_OK) {
+        failf(o, "kiln_exec_info_create: %s", kiln_last_error());
+        goto done;
+    }
+    if (diff_run(bt, f, &in, &x, ob, n_outs, kiln_context_backend(bt), info,
+                 o) ||
+        diff_run(ref, f, &in, &x, orf, n_outs, "ref", NULL, o))
         goto done;
     for (size_t i = 0; i < n_outs && o->status != CF_FAIL; i++) {
         kiln_dtype dt = kiln_tensor_dtype(orf[i]);
@@ -1274,7 +1302,8 @@ static void run_differential(const cf_target *tg, const cf_test *t,
                 (an = fusion_outputs(af)) == 0 || an > 16 || i >= an) {
                 failf(o, "vector: %s: sumBound needs 'n' and an 'absFusion' "
                       "with output %zu (%s)", w, i, kiln_last_error());
-            } else if (!diff_run(ref, af, &in, &x, ao, an, "ref absFusion", o)) {
+            } else if (!diff_run(ref, af, &in, &x, ao, an, "ref absFusion", NULL,
+                                 o)) {
                 chk.sum_n = json_integer_value(nj);
                 void *sb = host_copy(ref, ao[i], o);
                 scale = calloc(numel + 1, sizeof *scale);
@@ -1292,9 +1321,12 @@ static void run_differential(const cf_target *tg, const cf_test *t,
             char msg[CF_MSG];
             memset(&stats, 0, sizeof stats);
             if (cf_compare(&chk, dt, numel, gb, rb, scale, &stats, msg,
-                           sizeof msg))
-                failf(o, "outputs[%zu] vs ref (seed %lld): %s", i,
-                      (long long)json_integer_value(seed), msg);
+                           sizeof msg)) {
+                char ran[400];
+                describe_run(info, ran, sizeof ran);
+                failf(o, "outputs[%zu] vs ref (seed %lld): %s%s", i,
+                      (long long)json_integer_value(seed), msg, ran);
+            }
             if (stats.ulp_seen) {
                 char op[24];
                 output_op(kf, i, op, sizeof op);
@@ -1315,6 +1347,7 @@ done:
     free(orf);
     inputs_free(&in);
     execopts_free(&x);
+    kiln_exec_info_destroy(info);
     kiln_context_destroy(bt);
     kiln_context_destroy(ref);
     kiln_fusion_destroy(f);

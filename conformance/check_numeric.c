@@ -315,7 +315,12 @@ int cf_compare(const cf_check *c, kiln_dtype dt, size_t numel,
                const void *got, const void *want, const double *sum_scale,
                cf_cmp_stats *stats, char *msg, size_t cap)
 {
-    int bad = 0;
+    /* bad: elements out of bound; the first one is described in msg, and
+    ** the summary appended at the end says how many and the worst (a
+    ** systematic error and a single stray element read differently). */
+    size_t bad = 0, worst_k = 0;
+    uint64_t worst_d = 0;
+    double worst_diff = 0;
     for (size_t k = 0; k < numel; k++) {
         uint64_t g = cf_load_bits(dt, got, k), w = cf_load_bits(dt, want, k);
         uint64_t d = cf_ulp_distance(dt, g, w);
@@ -368,11 +373,16 @@ int cf_compare(const cf_check *c, kiln_dtype dt, size_t numel,
                 stats->max_ulp = d;
             stats->ulp_seen = 1;
         }
-        if (!ok && !bad) {
+        if (!ok) {
+            int worse = c->kind == CF_CHECK_ULP ? (bad == 0 || d > worst_d)
+                                                : (bad == 0 || diff > worst_diff);
+            if (worse)
+                worst_k = k, worst_d = d, worst_diff = diff;
+        }
+        if (!ok && bad++ == 0) {
             char gs[64], ws[64];
             fmt_value(dt, g, gs, sizeof gs);
             fmt_value(dt, w, ws, sizeof ws);
-            bad = 1;
             if (c->kind == CF_CHECK_ULP) {
                 char ds[32];
                 if (d == CF_ULP_INF)
@@ -392,5 +402,18 @@ int cf_compare(const cf_check *c, kiln_dtype dt, size_t numel,
             }
         }
     }
-    return bad;
+    if (bad > 1) {
+        size_t used = strlen(msg);
+        char worst[64] = "";
+        if (c->kind == CF_CHECK_ULP && worst_d != CF_ULP_INF)
+            snprintf(worst, sizeof worst, "; worst %llu ulp at element %zu",
+                     (unsigned long long)worst_d, worst_k);
+        else if (c->kind == CF_CHECK_ABS || c->kind == CF_CHECK_SUMBOUND)
+            snprintf(worst, sizeof worst, "; worst |diff| %.6g at element %zu",
+                     worst_diff, worst_k);
+        if (used < cap)
+            snprintf(msg + used, cap - used, " (%zu of %zu elements out of "
+                     "bound%s)", bad, numel, worst);
+    }
+    return bad != 0;
 }

@@ -120,6 +120,27 @@ START_TEST(compare_exact_nan_and_zero)
 }
 END_TEST
 
+/* Several elements out of bound: the first is described, then how many
+** and the worst; a single bad element has no summary. */
+START_TEST(compare_summarises_all_failures)
+{
+    uint32_t want[4] = {0x3f800000, 0x3f800000, 0x3f800000, 0x3f800000};
+    uint32_t got[4] = {0x3f800003, 0x3f800001, 0x3f800005, 0x3f800000};
+    char msg[512];
+    ck_assert_int_ne(cmp_f32("{\"kind\":\"ulp\",\"max\":1}", got, want, 4,
+                             NULL, msg), 0);
+    ck_assert_msg(strstr(msg, "element 0 of 4") &&
+                      strstr(msg, "3 ulp > max 1") &&
+                      strstr(msg, "(2 of 4 elements out of bound; worst 5 ulp "
+                                  "at element 2)"),
+                  "%s", msg);
+    got[2] = 0x3f800000;
+    ck_assert_int_ne(cmp_f32("{\"kind\":\"ulp\",\"max\":1}", got, want, 4,
+                             NULL, msg), 0);
+    ck_assert_msg(strstr(msg, "elements out of bound") == NULL, "%s", msg);
+}
+END_TEST
+
 START_TEST(compare_ulp)
 {
     uint32_t want[3] = {0x3f800000, 0x3f800000, 0x7f800000};
@@ -697,6 +718,7 @@ Suite *conform_check_suite(void)
     tcase_add_test(tc, classify);
     tcase_add_test(tc, compare_exact_nan_and_zero);
     tcase_add_test(tc, compare_ulp);
+    tcase_add_test(tc, compare_summarises_all_failures);
     tcase_add_test(tc, compare_ftz);
     tcase_add_test(tc, compare_abs_and_alternatives);
     tcase_add_test(tc, check_json_errors);
