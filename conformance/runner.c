@@ -729,9 +729,27 @@ int kiln_cmd_conform(int argc, char **argv)
             start = i;
         }
         sr = srunner_create(s);
+        /* Without fork mode every test runs in this process: one context
+        ** of the backend held for the whole run keeps the device's context
+        ** (and the loaded libraries) alive, so the tests' own contexts do
+        ** not create and destroy it each time.  It compiles nothing and
+        ** shares no cache with them.  Not in fork mode: CUDA must not be
+        ** live in a process that forks. */
+        kiln_context *keep = NULL;
+        if (srunner_fork_status(sr) == CK_NOFORK && strcmp(chosen, "ref") != 0) {
+            kiln_context_config kc;
+            memset(&kc, 0, sizeof kc);
+            kc.struct_size = sizeof kc;
+            kc.backend = chosen;
+            kc.device = (int)device;
+            kc.use_env_override = 1;
+            if (kiln_context_create(&kc, &keep) != KILN_OK)
+                keep = NULL; /* only slower; the tests report the cause */
+        }
         current = &r;
         srunner_run_all(sr, CK_SILENT);
         current = NULL;
+        kiln_context_destroy(keep);
         if (r.tty)
             fprintf(stderr, "\r\033[K");
         collect(&r, sr, res, &ulps, &n_ulps);
