@@ -1210,6 +1210,42 @@ START_TEST(gpu_generated_kernels_match_ref)
 }
 END_TEST
 
+/* The cuda side of warn_register_spill: the driver's per-thread local
+** memory of a real kernel.  -G keeps locals on the stack, so the debug
+** build of the matmul kernel must report some; the release build reports
+** a count too (0 or more), and a cuBLAS kernel reports -1 (unknown). */
+START_TEST(gpu_local_bytes)
+{
+    const kiln_backend *cu = kiln__backend_cuda();
+    void *cst = NULL;
+    char err[1024];
+    if (cu->open(0, &cst, err, sizeof err) != KILN_OK) {
+        fprintf(stderr, "test_cuda: GPU local-bytes test skipped: %s\n", err);
+        return;
+    }
+    ck_assert_ptr_nonnull(cu->local_bytes);
+    tseg t;
+    int64_t got[2];
+    for (int debug = 0; debug < 2; debug++) {
+        kiln_kernel_options ko = ko_default();
+        ko.debug = debug;
+        kiln_kernel_out out;
+        memset(&out, 0, sizeof out);
+        seg_matmul(&t, KILN_SEGK_MATMUL, KILN_F32, 0, AC);
+        ck_assert_msg(cu->compile(cst, ts_done(&t), &ko, &out, err, sizeof err) == KILN_OK,
+                      "%s", err);
+        got[debug] = cu->local_bytes(cst, out.handle);
+        cu->release(cst, out.handle);
+    }
+    fprintf(stderr, "test_cuda: matmul f32 local bytes per thread: %lld release, "
+            "%lld with -G\n", (long long)got[0], (long long)got[1]);
+    ck_assert_int_ge(got[0], 0);
+    ck_assert_int_gt(got[1], 0);
+    ck_assert_int_eq(cu->local_bytes(cst, NULL), -1);
+    cu->close(cst);
+}
+END_TEST
+
 /* A "device" backend that is ref with host memory: runs the differential
 ** harness without a GPU, so the harness (views, shapes, comparisons) is
 ** itself tested on every machine. */
@@ -1272,6 +1308,7 @@ Suite *cuda_suite(void)
     tcase_add_test(nv, nvrtc_all_ops_fast_nofma_strided64);
     tcase_add_test(nv, nvrtc_option_sets);
     tcase_add_test(nv, gpu_generated_kernels_match_ref);
+    tcase_add_test(nv, gpu_local_bytes);
     tcase_add_test(nv, differential_harness_on_host);
     suite_add_tcase(s, nv);
     return s;
