@@ -50,7 +50,8 @@ static kiln_status fail(kiln_status s, char *err, size_t cap, const char *msg)
 
 /* Compile `src` for `arch` under `ko`.  With image != NULL the cubin (or
 ** PTX when !ko->sass) is returned in *image (kiln__free) and its size.
-** Any error or warning is KILN_ERR_COMPILE with the flags, the NVRTC log
+** Any error or warning (kiln__cuda_log_benign says which log text is not
+** one) is KILN_ERR_COMPILE with the flags, the NVRTC log
 ** and the generated source (from the end of the preamble) in the message;
 ** `flags_out` (may be NULL) receives the flag text. */
 static kiln_status nvrtc_build(const kiln_cuda_api *api, const char *src,
@@ -84,7 +85,7 @@ static kiln_status nvrtc_build(const kiln_cuda_api *api, const char *src,
         if (log != NULL)
             log[logn] = '\0';
     }
-    int warned = log != NULL && log[0] != '\0' && strspn(log, " \r\n") != strlen(log);
+    int warned = !kiln__cuda_log_benign(log, ko->debug);
     if (r != NVRTC_SUCCESS || warned) {
         /* Message: what failed, the log, then the kernel part of the source
         ** (the preamble is elided; line numbers say where it starts). */

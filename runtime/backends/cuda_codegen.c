@@ -1778,6 +1778,31 @@ kiln_status kiln__cuda_flags(const kiln_kernel_options *ko, const char *arch,
     return KILN_OK;
 }
 
+int kiln__cuda_log_benign(const char *log, int debug)
+{
+    static const char note[] = "warning: Function too large, generated "
+                               "debug information may not be accurate.";
+    if (log == NULL)
+        return 1;
+    const char *p = log;
+    while (*p != '\0') {
+        size_t n = strcspn(p, "\n");
+        size_t m = n;
+        while (m > 0 && (p[m - 1] == '\r' || p[m - 1] == ' '))
+            m--;
+        size_t lead = strspn(p, " ");
+        int blank = lead >= m;
+        int is_note = debug && m - lead == sizeof note - 1 &&
+                      memcmp(p + lead, note, sizeof note - 1) == 0;
+        if (!blank && !is_note)
+            return 0;
+        p += n;
+        if (*p == '\n')
+            p++;
+    }
+    return 1;
+}
+
 kiln_status kiln__cuda_flags_text(const kiln_kernel_options *ko,
                                   const char *arch, char *buf, size_t cap)
 {

@@ -102,6 +102,14 @@ kiln_status kiln__cuda_flags(const kiln_kernel_options *ko, const char *arch,
 kiln_status kiln__cuda_flags_text(const kiln_kernel_options *ko,
                                   const char *arch, char *buf, size_t cap);
 
+/* 1 when an NVRTC log holds only diagnostics that do not make the build
+** fail: blank lines, and under -G (debug != 0) NVRTC's note that debug
+** information of a large function may be inexact ("Function too large,
+** generated debug information may not be accurate."), which says nothing
+** about the code.  Any other text is a warning, and a warning fails the
+** compile. */
+int kiln__cuda_log_benign(const char *log, int debug);
+
 /* Comma-separated names of the simplification passes switched off by
 ** ko->simplify_off ("" when none, "all" when every pass is off). */
 void kiln__cuda_simplify_text(uint64_t off, char *buf, size_t cap);

@@ -577,6 +577,28 @@ END_TEST
 
 /* ------------------------------------------------------- failed compiles */
 
+/* Which NVRTC log text fails a build: any, except blank lines and, under
+** -G only, the debug-information note. */
+START_TEST(nvrtc_log_policy)
+{
+    const char *note = "warning: Function too large, generated debug "
+                       "information may not be accurate.";
+    char two[256];
+    snprintf(two, sizeof two, "\n%s\r\n  \n%s\n", note, note);
+    ck_assert_int_eq(kiln__cuda_log_benign(NULL, 0), 1);
+    ck_assert_int_eq(kiln__cuda_log_benign("", 0), 1);
+    ck_assert_int_eq(kiln__cuda_log_benign(" \r\n\n", 0), 1);
+    ck_assert_int_eq(kiln__cuda_log_benign(note, 1), 1);
+    ck_assert_int_eq(kiln__cuda_log_benign(two, 1), 1);
+    ck_assert_int_eq(kiln__cuda_log_benign(note, 0), 0); /* not without -G */
+    ck_assert_int_eq(kiln__cuda_log_benign(two, 0), 0);
+    snprintf(two, sizeof two, "%s\nkiln_kernel.cu(3): warning #177-D: "
+             "variable \"x\" was declared but never referenced\n", note);
+    ck_assert_int_eq(kiln__cuda_log_benign(two, 1), 0); /* a real warning */
+    ck_assert_int_eq(kiln__cuda_log_benign("warning: Function too large", 1), 0);
+}
+END_TEST
+
 START_TEST(failed_compile_carries_log_and_source)
 {
     setenv("KILN_NVRTC_ARCHS", "sm_10", 1); /* NVRTC rejects this target */
@@ -1296,6 +1318,7 @@ Suite *cuda_suite(void)
     tcase_add_test(tc, nvrtc_missing_is_reported);
     tcase_add_test(tc, error_text_of_failed_calls);
     tcase_add_test(tc, failed_compile_carries_log_and_source);
+    tcase_add_test(tc, nvrtc_log_policy);
     tcase_add_test(tc, codegen_rejects_bad_segments);
     tcase_add_test(tc, traits_and_index_width);
     tcase_add_test(tc, simplify_passes_and_switches);
