@@ -3,8 +3,17 @@
 # one command (device time is short).  Logs come back in $OUT (or ./gpu-out)
 # as summary.log, bench.json, torch.json and logs.tgz (everything).
 #   bash scripts/gpu_run.sh [quick|full|final]
-# quick: unit tests + suite; full: + compute-sanitizer, benchmarks;
-# final: suite + benchmarks only (no unit tests, no sanitizers).
+#   bash scripts/gpu_run.sh sanitize TOOL SECS [SHARD...]
+#   bash scripts/gpu_run.sh stress SECS
+# quick: unit tests + suite; full: + compute-sanitizer subsets, benchmarks;
+# final: suite + benchmarks only (no unit tests, no sanitizers);
+# sanitize: the WHOLE suite under compute-sanitizer TOOL (memcheck or
+#   racecheck), cut into $SHARDS (default 32) shards run $JOBS (default 8)
+#   at a time, each CK_FORK=no in its own process, until SECS have passed;
+#   the shards listed (default: all) run, a summary names the ones that did
+#   not finish (run them in the next call);
+# stress: the suite as 8 concurrent processes (8 shards) on the one GPU,
+#   repeated until SECS have passed.
 # It uses the prebuilt carry/build (Check and jansson linked statically), so
 # the GPU machine needs no packages.  Each stage's status is summarised last.
 set -u
@@ -39,6 +48,63 @@ conform_cuda() { # the whole suite on cuda in ONE process (CK_FORK=no):
   CK_FORK=no timeout -k 5 "${STAGE_SECS:-300}" $B/kiln conform --backend cuda \
     --report "$OUT/conform-cuda.md" --junit "$OUT/conform-cuda.xml"
 }
+# run_shards NAME SECS N JOBS SHARD... -- CMD...: runs CMD --shard I/N for
+# each listed shard, JOBS at a time, all within SECS of now; leaves
+# NAME/shard-I.log and NAME/shard-I.rc (no .rc: not finished in time).
+run_shards() {
+  local name=$1 secs=$2 n=$3 jobs=$4; shift 4
+  local shards=()
+  while [ "$1" != -- ]; do shards+=("$1"); shift; done
+  shift
+  mkdir -p "$OUT/$name"
+  local deadline=$(( $(date +%s) + secs ))
+  local running=0
+  for i in "${shards[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    local left=$(( deadline - $(date +%s) ))
+    [ "$left" -le 10 ] && break
+    ( CK_FORK=no timeout -k 5 "$left" "$@" --shard "$i/$n" \
+        --junit "$OUT/$name/shard-$i.xml" > "$OUT/$name/shard-$i.log" 2>&1
+      rc=$?; [ $rc -eq 124 ] || [ $rc -eq 137 ] || echo $rc > "$OUT/$name/shard-$i.rc" ) &
+  done
+  wait
+  local done_n=0 bad=() missing=()
+  for i in "${shards[@]}"; do
+    if [ -f "$OUT/$name/shard-$i.rc" ]; then
+      done_n=$((done_n + 1))
+      [ "$(cat "$OUT/$name/shard-$i.rc")" = 0 ] || bad+=("$i")
+    else missing+=("$i"); fi
+  done
+  echo "$name: $done_n of ${#shards[@]} shards finished; failed: ${bad[*]:-none}; unfinished: ${missing[*]:-none}"
+  grep -h "^100%\|^[0-9]*%: Checks" "$OUT/$name"/shard-*.log | awk -F'Checks: ' '{split($2,a,","); n+=a[1]} END {print "tests run in finished shards: " n}'
+  grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$OUT/$name"/shard-*.log | sort | uniq -c
+  grep -h "^FAIL " "$OUT/$name"/shard-*.log | head -20
+  return 0
+}
+if [ "$MODE" = sanitize ]; then
+  TOOL=${2:?sanitize needs TOOL (memcheck or racecheck)}; SECS=${3:?and SECS}
+  shift 3
+  N=${SHARDS:-32}
+  list=("$@"); [ ${#list[@]} -eq 0 ] && list=($(seq 1 "$N"))
+  extra=(); [ "$TOOL" = memcheck ] && extra=(--leak-check full)
+  stage "$TOOL" "$SECS" run_shards "$TOOL" "$SECS" "$N" "${JOBS:-8}" "${list[@]}" -- \
+    compute-sanitizer --tool "$TOOL" "${extra[@]}" --error-exitcode 9 \
+    $B/kiln conform --backend cuda --timeout 600
+elif [ "$MODE" = stress ]; then
+  SECS=${2:?stress needs SECS}
+  end=$(( $(date +%s) + SECS )); round=0
+  while [ $(( end - $(date +%s) )) -gt 70 ]; do
+    round=$((round + 1))
+    stage "stress$round" $(( end - $(date +%s) )) run_shards "stress$round" \
+      $(( end - $(date +%s) )) 8 8 1 2 3 4 5 6 7 8 -- $B/kiln conform --backend cuda
+  done
+fi
+case $MODE in sanitize|stress)
+  echo "=== summary"; printf '%s\n' "${summary[@]}" | tee -a "$OUT/summary.log"
+  tar czf "$FINAL/logs.tgz" -C "$OUT" .
+  cp "$OUT/summary.log" "$FINAL/"
+  exit 0;;
+esac
 [ "$MODE" != final ] && stage unit 60       env KILN_TEST_PLUGIN=$PWD/$B/plugins/libkiln_test_plugin.so KILN_BIN=$PWD/$B/kiln $B/unit_tests
 stage conform 200   conform_cuda
 if [ "$MODE" = full ]; then
