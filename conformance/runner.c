@@ -224,8 +224,10 @@ static void usage(FILE *out)
 "  -h, --help         this text\n"
 "\n"
 "Environment: CK_FORK=no runs every test in this process (faster on a GPU,\n"
-"but a crash ends the run).  KILN_ENABLE/KILN_DISABLE/KILN_DUMP do not\n"
-"affect the suite: each test states its own environment.\n");
+"but a crash ends the run); there the runner holds one context of the\n"
+"backend for the whole run, unless KILN_CONFORM_KEEPALIVE=0.\n"
+"KILN_ENABLE/KILN_DISABLE/KILN_DUMP do not affect the suite: each test\n"
+"states its own environment.\n");
 }
 
 /* ------------------------------------------------------------ selection */
@@ -736,7 +738,9 @@ int kiln_cmd_conform(int argc, char **argv)
         ** shares no cache with them.  Not in fork mode: CUDA must not be
         ** live in a process that forks. */
         kiln_context *keep = NULL;
-        if (srunner_fork_status(sr) == CK_NOFORK && strcmp(chosen, "ref") != 0) {
+        const char *ka = getenv("KILN_CONFORM_KEEPALIVE");
+        if (srunner_fork_status(sr) == CK_NOFORK && strcmp(chosen, "ref") != 0 &&
+            !(ka != NULL && strcmp(ka, "0") == 0)) {
             kiln_context_config kc;
             memset(&kc, 0, sizeof kc);
             kc.struct_size = sizeof kc;
