@@ -68,6 +68,14 @@ static kiln_status nvrtc_build(const kiln_cuda_api *api, const char *src,
         s = kiln__cuda_flags_text(ko, arch, ftext, sizeof ftext);
     if (s != KILN_OK)
         return fail(s, err, cap, kiln_last_error());
+    /* NVRTC's own cache keys without every option (see cuda_codegen.h) */
+    if (kiln__cuda_nvrtc_caches(api->nvrtc_major, api->nvrtc_minor) &&
+        argc < (int)(sizeof argv / sizeof argv[0])) {
+        argv[argc++] = "--no-cache";
+        size_t l = strlen(ftext);
+        if (l + sizeof " --no-cache" <= sizeof ftext)
+            memcpy(ftext + l, " --no-cache", sizeof " --no-cache");
+    }
     if (flags_out != NULL)
         kiln__cuda_fmt(flags_out, flags_cap, "%s", ftext);
     nvrtcProgram prog = NULL;

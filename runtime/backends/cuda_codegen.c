@@ -1778,6 +1778,11 @@ kiln_status kiln__cuda_flags(const kiln_kernel_options *ko, const char *arch,
     return KILN_OK;
 }
 
+int kiln__cuda_nvrtc_caches(int major, int minor)
+{
+    return major > 12 || (major == 12 && minor >= 9);
+}
+
 int kiln__cuda_log_benign(const char *log, int debug)
 {
     static const char note[] = "warning: Function too large, generated "

@@ -102,6 +102,13 @@ kiln_status kiln__cuda_flags(const kiln_kernel_options *ko, const char *arch,
 kiln_status kiln__cuda_flags_text(const kiln_kernel_options *ko,
                                   const char *arch, char *buf, size_t cap);
 
+/* 1 when NVRTC version major.minor has its own compile cache (12.9 and
+** later), which Kiln switches off with --no-cache on every compile: NVRTC
+** 13.0.88 on the H200 machine served a kernel built under --use_fast_math
+** for a compile of the same source without it (docs/backends.md, "NVRTC's
+** compile cache").  Kiln's caches key on every option instead. */
+int kiln__cuda_nvrtc_caches(int major, int minor);
+
 /* 1 when an NVRTC log holds only diagnostics that do not make the build
 ** fail: blank lines, and under -G (debug != 0) NVRTC's note that debug
 ** information of a large function may be inexact ("Function too large,

@@ -340,6 +340,8 @@ static int bench_overhead(bench *b)
     int argc = 0;
     char store[256];
     kiln__cuda_flags(&ko, arch, argv, &argc, store, sizeof store);
+    if (kiln__cuda_nvrtc_caches(b->api.nvrtc_major, b->api.nvrtc_minor))
+        argv[argc++] = "--no-cache"; /* as the backend compiles */
     nvrtcProgram prog;
     size_t cn = 0;
     char *cubin = NULL;

@@ -599,6 +599,17 @@ START_TEST(nvrtc_log_policy)
 }
 END_TEST
 
+/* NVRTC 12.9 added a compile cache; Kiln turns it off from there on. */
+START_TEST(nvrtc_cache_versions)
+{
+    ck_assert_int_eq(kiln__cuda_nvrtc_caches(11, 8), 0);
+    ck_assert_int_eq(kiln__cuda_nvrtc_caches(12, 8), 0);
+    ck_assert_int_eq(kiln__cuda_nvrtc_caches(12, 9), 1);
+    ck_assert_int_eq(kiln__cuda_nvrtc_caches(13, 0), 1);
+    ck_assert_int_eq(kiln__cuda_nvrtc_caches(14, 0), 1);
+}
+END_TEST
+
 START_TEST(failed_compile_carries_log_and_source)
 {
     setenv("KILN_NVRTC_ARCHS", "sm_10", 1); /* NVRTC rejects this target */
@@ -621,6 +632,11 @@ START_TEST(failed_compile_carries_log_and_source)
     ck_assert_ptr_nonnull(strstr(err, "--- generated source"));
     ck_assert_ptr_nonnull(strstr(err, "kiln_post("));      /* the source itself */
     ck_assert_ptr_nonnull(strstr(kiln_last_error(), "--- NVRTC log ---"));
+    /* the flags NVRTC got: its own cache off where it has one */
+    int mj = 0, mn = 0;
+    ck_assert_int_eq(sscanf(strstr(err, "[nvrtc ") + 7, "%d.%d", &mj, &mn), 2);
+    ck_assert_msg((strstr(err, " --no-cache]") != NULL) == kiln__cuda_nvrtc_caches(mj, mn),
+                  "nvrtc %d.%d: %.300s", mj, mn, err);
     ck_assert_ptr_null(out.handle);
     be->close(st);
     unsetenv("KILN_NVRTC_ARCHS");
@@ -1319,6 +1335,7 @@ Suite *cuda_suite(void)
     tcase_add_test(tc, error_text_of_failed_calls);
     tcase_add_test(tc, failed_compile_carries_log_and_source);
     tcase_add_test(tc, nvrtc_log_policy);
+    tcase_add_test(tc, nvrtc_cache_versions);
     tcase_add_test(tc, codegen_rejects_bad_segments);
     tcase_add_test(tc, traits_and_index_width);
     tcase_add_test(tc, simplify_passes_and_switches);
