@@ -229,6 +229,15 @@ def zero_alts(op):
     return alt
 
 
+# Under fast_math, NVRTC turns tanhf into tanh.approx.f32 (MUFU.TANH), whose
+# error over every f32 input is at most 133.96 ulp (maximum relative error
+# 1.113e-5).  A 4x-the-default bound (8 ulp) passed on the H200 only while
+# NVRTC's own compile cache served the precise kernel for the fast compile
+# (docs/backends.md, "NVRTC's compile cache"); the real fast kernel was
+# measured at up to 104 ulp on this test's 40 inputs.
+FAST_TANH_ULP = 134
+
+
 def value_check(op, dt, fast=False):
     b = ulp_bound(op, dt)
     if b is None:
@@ -885,6 +894,14 @@ def gen_fast(B, rng):
     for op, lo, hi in (("tanh", -2.0, 2.0), ("erf", -3.0, 3.0),
                        ("rsqrt", 0.01, 100.0), ("sigmoid", -5.0, 5.0)):
         xs = [fp.rnd(rng.uniform(lo, hi), "f32") for _ in range(40)]
+        if op == "tanh":
+            # fast tanhf is one hardware instruction (tanh.approx.f32,
+            # MUFU.TANH since sm_75): 133.96 ulp at most over all floats
+            B.add("fast_math", "fast tanhf: tanh.approx.f32, 134 ulp",
+                  ["FastMath", "Transcendental"], unary_graph(op, "f32", "?"),
+                  [("f32", [40], xs)], options=fast,
+                  check={"kind": "ulp", "ftz": True, "max": FAST_TANH_ULP})
+            continue
         B.add("fast_math", "fast %sf: 4x the default bound" % op,
               ["FastMath", "Transcendental"], unary_graph(op, "f32", "?"),
               [("f32", [40], xs)], options=fast,
