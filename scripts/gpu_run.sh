@@ -105,7 +105,25 @@ case $MODE in sanitize|stress)
   cp "$OUT/summary.log" "$FINAL/"
   exit 0;;
 esac
+# NVRTC 12.9+ caches compiles in the driver's compute cache under a key
+# that leaves out --use_fast_math (docs/backends.md): a process that
+# compiles fast_math kernels, then another that compiles the same sources
+# without it, on one fresh cache directory.  The second must pass.
+nvrtc_cache_check() {
+  local d; d=$(mktemp -d /tmp/kiln-cc.XXXX)
+  echo "# process 1: the fast_math numerics tests"
+  CUDA_CACHE_PATH=$d CK_FORK=no $B/kiln conform --backend cuda --category numerics \
+    --filter '^fast |under fast_math' | grep -E '^FAIL|Checks'
+  echo "# process 2: the f32 transcendentals without fast_math, same cache"
+  CUDA_CACHE_PATH=$d CK_FORK=no $B/kiln conform --backend cuda --category numerics \
+    --filter '^(exp|sigmoid|rsqrt|tanh|sin|cos|log|erf|pow) f32' | grep -E '^FAIL|Checks'
+  local rc=${PIPESTATUS[0]}
+  echo "compute cache afterwards: $(du -sk "$d" | cut -f1) KiB"
+  rm -rf "$d"
+  return "$rc"
+}
 [ "$MODE" != final ] && stage unit 60       env KILN_TEST_PLUGIN=$PWD/$B/plugins/libkiln_test_plugin.so KILN_BIN=$PWD/$B/kiln $B/unit_tests
+stage nvrtc_cache 60 nvrtc_cache_check
 stage conform 200   conform_cuda
 if [ "$MODE" = full ]; then
   stage memcheck 70   compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300
