@@ -1033,10 +1033,14 @@ static kiln_status nvrtc_identity(void *state, const kiln_kernel_options *ko,
 ** is byte-identical, so a hash collision can never skip a check.  Writes go
 ** to a temporary name and are renamed into place.  Any I/O problem just
 ** means "not cached". */
-static char *memo_text(const char *arch, const char *flags, const char *src)
+static char *memo_text(const kiln_cuda_api *api, const char *arch, const char *flags,
+                       const char *src)
 {
     kiln_buf b = {0};
-    kiln__buf_printf(&b, "kiln nvrtc check v%d\n%s\n%s\n", KILN_CUDA_CODEGEN_VERSION, arch, flags);
+    /* the compiler too: a pass under one NVRTC says nothing of another */
+    kiln__buf_printf(&b, "kiln nvrtc check v%d\nnvrtc %d.%d %s\n%s\n%s\n",
+                     KILN_CUDA_CODEGEN_VERSION, api->nvrtc_major, api->nvrtc_minor,
+                     api->nvrtc_path, arch, flags);
     kiln__buf_puts(&b, src);
     if (b.failed) {
         kiln__buf_free(&b);
@@ -1107,7 +1111,7 @@ static kiln_status nvrtc_compile(void *state, const kiln_ir_segment *seg,
             ftext[0] = '\0';
         if (i == 0)
             kiln__cuda_fmt(flags, sizeof flags, "%s", ftext);
-        char *text = memo && memo[0] ? memo_text(st->archs[i], ftext, src) : NULL;
+        char *text = memo && memo[0] ? memo_text(&st->api, st->archs[i], ftext, src) : NULL;
         if (text != NULL && memo_hit(memo, text)) {
             kiln__free(text);
             continue;

@@ -906,6 +906,9 @@ START_TEST(nvrtc_check_cache)
     char cmd[256];
     snprintf(cmd, sizeof cmd, "ls %s/kiln-nvrtc-*.ok >/dev/null 2>&1", dir);
     ck_assert_int_eq(system(cmd), 0); /* the passed check was recorded */
+    snprintf(cmd, sizeof cmd, "grep -q '^nvrtc [0-9][0-9]*[.][0-9][0-9]* ' %s/kiln-nvrtc-*.ok",
+             dir);
+    ck_assert_int_eq(system(cmd), 0); /* ... keyed on the compiler as well */
     /* a hit, then a tampered memo (content mismatch): both still compile */
     ck_assert_int_eq(be->compile(st, &t.s, &ko, &out, err, sizeof err), KILN_OK);
     be->release(st, out.handle);
