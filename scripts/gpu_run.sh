@@ -43,8 +43,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv >
 cat "$OUT/gpu.txt"
 conform_cuda() { # the whole suite on cuda in ONE process (CK_FORK=no):
   # a forked child per test would start CUDA again for every test (about
-  # 0.4 s each), and several processes on one GPU were slower than one
-  # (2026-12-02: 8 shards did not finish in 120 s; one process took 124 s).
+  # 0.4 s each); one process gives one report (about 80 s on the H200;
+  # the stress mode's 8 concurrent shards take about 10 s).
   CK_FORK=no timeout -k 5 "${STAGE_SECS:-300}" $B/kiln conform --backend cuda \
     --report "$OUT/conform-cuda.md" --junit "$OUT/conform-cuda.xml"
 }
@@ -58,7 +58,6 @@ run_shards() {
   shift
   mkdir -p "$OUT/$name"
   local deadline=$(( $(date +%s) + secs ))
-  local running=0
   for i in "${shards[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
     local left=$(( deadline - $(date +%s) ))
@@ -81,30 +80,6 @@ run_shards() {
   grep -h "^FAIL " "$OUT/$name"/shard-*.log | head -20
   return 0
 }
-if [ "$MODE" = sanitize ]; then
-  TOOL=${2:?sanitize needs TOOL (memcheck or racecheck)}; SECS=${3:?and SECS}
-  shift 3
-  N=${SHARDS:-32}
-  list=("$@"); [ ${#list[@]} -eq 0 ] && list=($(seq 1 "$N"))
-  extra=(); [ "$TOOL" = memcheck ] && extra=(--leak-check full)
-  stage "$TOOL" "$SECS" run_shards "$TOOL" "$SECS" "$N" "${JOBS:-8}" "${list[@]}" -- \
-    compute-sanitizer --tool "$TOOL" "${extra[@]}" --error-exitcode 9 \
-    $B/kiln conform --backend cuda --timeout 600
-elif [ "$MODE" = stress ]; then
-  SECS=${2:?stress needs SECS}
-  end=$(( $(date +%s) + SECS )); round=0
-  while [ $(( end - $(date +%s) )) -gt 70 ]; do
-    round=$((round + 1))
-    stage "stress$round" $(( end - $(date +%s) )) run_shards "stress$round" \
-      $(( end - $(date +%s) )) 8 8 1 2 3 4 5 6 7 8 -- $B/kiln conform --backend cuda
-  done
-fi
-case $MODE in sanitize|stress)
-  echo "=== summary"; printf '%s\n' "${summary[@]}" | tee -a "$OUT/summary.log"
-  tar czf "$FINAL/logs.tgz" -C "$OUT" .
-  cp "$OUT/summary.log" "$FINAL/"
-  exit 0;;
-esac
 # NVRTC 12.9+ caches compiles in the driver's compute cache under a key
 # that leaves out --use_fast_math (docs/backends.md): a process that
 # compiles fast_math kernels, then another that compiles the same sources
@@ -122,16 +97,35 @@ nvrtc_cache_check() {
   rm -rf "$d"
   return "$rc"
 }
-[ "$MODE" != final ] && stage unit 60       env KILN_TEST_PLUGIN=$PWD/$B/plugins/libkiln_test_plugin.so KILN_BIN=$PWD/$B/kiln $B/unit_tests
-stage nvrtc_cache 60 nvrtc_cache_check
-stage conform 200   conform_cuda
-if [ "$MODE" = full ]; then
-  stage memcheck 70   compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300
-  stage racecheck 60  compute-sanitizer --tool racecheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category numerics --filter 'sum|max|min|matmul' --shard 1/8 --timeout 300
-fi
-if [ "$MODE" = full ] || [ "$MODE" = final ]; then
-  stage bench 110     $B/kiln bench gpu --json "$OUT/bench.json"
-  stage torch 50      python3 bench/torch_bench.py --kiln-json "$OUT/bench.json" --json "$OUT/torch.json"
+if [ "$MODE" = sanitize ]; then
+  TOOL=${2:?sanitize needs TOOL (memcheck or racecheck)}; SECS=${3:?and SECS}
+  shift 3
+  N=${SHARDS:-32}
+  list=("$@"); [ ${#list[@]} -eq 0 ] && list=($(seq 1 "$N"))
+  extra=(); [ "$TOOL" = memcheck ] && extra=(--leak-check full)
+  stage "$TOOL" "$SECS" run_shards "$TOOL" "$SECS" "$N" "${JOBS:-8}" "${list[@]}" -- \
+    compute-sanitizer --tool "$TOOL" "${extra[@]}" --error-exitcode 9 \
+    $B/kiln conform --backend cuda --timeout 600
+elif [ "$MODE" = stress ]; then
+  SECS=${2:?stress needs SECS}
+  end=$(( $(date +%s) + SECS )); round=0
+  while [ $(( end - $(date +%s) )) -gt 70 ]; do
+    round=$((round + 1)); left=$(( end - $(date +%s) ))
+    stage "stress$round" "$left" run_shards "stress$round" "$left" 8 8 \
+      1 2 3 4 5 6 7 8 -- $B/kiln conform --backend cuda
+  done
+else
+  [ "$MODE" != final ] && stage unit 60 env KILN_TEST_PLUGIN=$PWD/$B/plugins/libkiln_test_plugin.so KILN_BIN=$PWD/$B/kiln $B/unit_tests
+  stage nvrtc_cache 60 nvrtc_cache_check
+  stage conform 200   conform_cuda
+  if [ "$MODE" = full ]; then
+    stage memcheck 70   compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300
+    stage racecheck 60  compute-sanitizer --tool racecheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category numerics --filter 'sum|max|min|matmul' --shard 1/8 --timeout 300
+  fi
+  if [ "$MODE" = full ] || [ "$MODE" = final ]; then
+    stage bench 110     $B/kiln bench gpu --json "$OUT/bench.json"
+    stage torch 50      python3 bench/torch_bench.py --kiln-json "$OUT/bench.json" --json "$OUT/torch.json"
+  fi
 fi
 echo "=== summary"; printf '%s\n' "${summary[@]}" | tee -a "$OUT/summary.log"
 tar czf "$FINAL/logs.tgz" -C "$OUT" .
