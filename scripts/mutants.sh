@@ -88,16 +88,22 @@ existing() {
 }
 
 # ------------------------------------------------------------ (a) real ones
+# real_row BACKEND WHAT LOG RC: the row of a real backend's run; a failed
+# run fails this script and shows its tail.
+real_row() {
+    local nf
+    nf=$(grep -c '^not ok' "$3.tap" 2>/dev/null || true)
+    if [ "$4" = 0 ]; then
+        row "$1 (real backend)" "$2" "$nf" "pass"
+    else
+        row "$1 (real backend)" "$2" "$nf" "FAIL"
+        status=1
+        echo "---- $1 run (tail) ----"; tail -n 30 "$3"
+    fi
+}
 log="$TMP/ref"
 rc=$(run_suite "$KILN" ref "$log")
-nf=$(grep -c '^not ok' "$log.tap" 2>/dev/null || true)
-if [ "$rc" = 0 ]; then
-    row "ref (real backend)" "(every category passes)" "$nf" "pass"
-else
-    row "ref (real backend)" "(every category passes)" "$nf" "FAIL"
-    status=1
-    echo "---- ref run (tail) ----"; tail -n 30 "$log"
-fi
+real_row ref "(every category passes)" "$log" "$rc"
 for be in cuda nvrtc; do
     log="$TMP/$be"
     # usable? a run of one test says SKIP with the reason when it is not
@@ -119,14 +125,7 @@ for be in cuda nvrtc; do
         what="(shard 1/10 passes)"
     fi
     rc=$(CK_FORK=no SUITE_EXTRA="$extra" run_suite "$KILN" "$be" "$log")
-    nf=$(grep -c '^not ok' "$log.tap" 2>/dev/null || true)
-    if [ "$rc" = 0 ]; then
-        row "$be (real backend)" "$what" "$nf" "pass"
-    else
-        row "$be (real backend)" "$what" "$nf" "FAIL"
-        status=1
-        echo "---- $be run (tail) ----"; tail -n 30 "$log"
-    fi
+    real_row "$be" "$what" "$log" "$rc"
 done
 
 # judge SUBJECT KILN BACKEND EXPECTED...: a mutant must fail in EXPECTED.

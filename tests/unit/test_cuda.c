@@ -21,6 +21,8 @@
 #include "backends/cuda_codegen.h"
 #include "backends/cuda_loader.h"
 #include "internal.h"
+#include "numeric.h"
+#include "../../conformance/conform.h"
 
 #define AC (KILN_TRAIT_CONTIG | KILN_TRAIT_ALIGN16)
 
@@ -930,26 +932,6 @@ END_TEST
 ** by segment (no planner involved).  Runs only where the cuda backend
 ** opens (the H200 machine); elsewhere it prints why and passes. */
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* f16 bits of a float that is 0 or a normal f16 value (truncating). */
-static uint16_t half_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    if ((u & 0x7fffffffu) == 0)
-        return sign;
-    int e = (int)((u >> 23) & 0xff) - 127 + 15;
-    return (uint16_t)(sign | (uint16_t)(e << 10) | (uint16_t)((u >> 13) & 0x3ffu));
-}
-
 /* Fill n elements of dtype dt: small exact values (multiples of 1/64); with
 ** `special`, also random bit patterns (NaN, inf, denormals, huge) and, for
 ** f16/bf16, random bits throughout. */
@@ -957,7 +939,7 @@ static void fill(void *p, int dt, int64_t n, uint64_t seed, int special_ok)
 {
     uint64_t s = seed;
     for (int64_t i = 0; i < n; i++) {
-        uint64_t r = rng_next(&s);
+        uint64_t r = cf_splitmix64(&s);
         double v = (double)((int64_t)(r % 2001) - 1000) / 64.0;
         int special = special_ok && (r >> 40) % 97 == 0;
         switch (dt) {
@@ -971,7 +953,8 @@ static void fill(void *p, int dt, int64_t n, uint64_t seed, int special_ok)
                 float f = (float)v;
                 uint32_t u;
                 memcpy(&u, &f, 4);
-                ((uint16_t *)p)[i] = dt == KILN_BF16 ? (uint16_t)(u >> 16) : half_bits(f);
+                ((uint16_t *)p)[i] = dt == KILN_BF16 ? (uint16_t)(u >> 16)
+                                                     : kiln__f32_to_f16(f); /* exact */
             }
             break;
         case KILN_F32: {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "../../conformance/conform.h"
 
 /* Canonical texts: each must parse and print back byte-identically. */
 static const char *const corpus[] = {
@@ -490,14 +491,6 @@ END_TEST
 
 /* ---------------------------------------------------------------- fuzz */
 
-static uint64_t rng_next(uint64_t *s) /* splitmix64 */
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 /* Mutate src into dst (cap bytes); returns the new length. */
 static size_t mutate(uint64_t *rng, const char *src, size_t n, char *dst,
                      size_t cap)
@@ -510,18 +503,18 @@ static size_t mutate(uint64_t *rng, const char *src, size_t n, char *dst,
     if (n > cap)
         n = cap;
     memcpy(dst, src, n);
-    int rounds = 1 + (int)(rng_next(rng) % 4);
+    int rounds = 1 + (int)(cf_splitmix64(rng) % 4);
     for (int r = 0; r < rounds; r++) {
-        uint64_t k = rng_next(rng);
-        size_t at = n ? (size_t)(rng_next(rng) % (n + 1)) : 0;
+        uint64_t k = cf_splitmix64(rng);
+        size_t at = n ? (size_t)(cf_splitmix64(rng) % (n + 1)) : 0;
         switch (k % 5) {
         case 0: /* flip a byte */
             if (n)
-                dst[at % n] = (char)(rng_next(rng) & 0xff);
+                dst[at % n] = (char)(cf_splitmix64(rng) & 0xff);
             break;
         case 1: /* delete a span */
             if (n) {
-                size_t len = 1 + (size_t)(rng_next(rng) % 8);
+                size_t len = 1 + (size_t)(cf_splitmix64(rng) % 8);
                 if (at + len > n)
                     len = n - at;
                 memmove(dst + at, dst + at + len, n - at - len);
@@ -529,7 +522,7 @@ static size_t mutate(uint64_t *rng, const char *src, size_t n, char *dst,
             }
             break;
         case 2: { /* insert a piece */
-            const char *p = pieces[rng_next(rng) % (sizeof pieces / sizeof *pieces)];
+            const char *p = pieces[cf_splitmix64(rng) % (sizeof pieces / sizeof *pieces)];
             size_t len = p[0] ? strlen(p) : 1;
             if (n + len <= cap) {
                 memmove(dst + at + len, dst + at, n - at);
@@ -542,8 +535,8 @@ static size_t mutate(uint64_t *rng, const char *src, size_t n, char *dst,
             n = at;
             break;
         default: { /* duplicate a span elsewhere */
-            size_t from = n ? (size_t)(rng_next(rng) % n) : 0;
-            size_t len = n ? 1 + (size_t)(rng_next(rng) % 24) : 0;
+            size_t from = n ? (size_t)(cf_splitmix64(rng) % n) : 0;
+            size_t len = n ? 1 + (size_t)(cf_splitmix64(rng) % 24) : 0;
             if (from + len > n)
                 len = n - from;
             if (n + len <= cap) {

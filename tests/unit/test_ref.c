@@ -22,6 +22,7 @@
 #include "internal.h"
 #include "numeric.h"
 #include "backends/ref.h"
+#include "../../conformance/conform.h"
 
 /* ------------------------------------------------------------ harness */
 
@@ -1157,14 +1158,6 @@ static uint64_t enc_ref(long double v, int mant, int ebits)
            ((uint64_t)m - (1ull << mant));
 }
 
-static uint64_t rng_next(uint64_t *st)
-{
-    uint64_t z = (*st += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* Cast n contiguous elements through one segment launch. */
 static void cast_n(int from, const void *src, int to, void *dst, int64_t n)
 {
@@ -1198,18 +1191,18 @@ START_TEST(cast_sweep_vs_independent_encoder)
     static double f64o[N];
     uint64_t st = 12345;
     for (int i = 0; i < N; i++) {
-        uint64_t r = rng_next(&st);
+        uint64_t r = cf_splitmix64(&st);
         int kind = i % 4;
         if (kind == 0) { /* anywhere in the f16/bf16 ranges incl. subnormals */
-            int e = (int)(rng_next(&st) % 300) - 150;
+            int e = (int)(cf_splitmix64(&st) % 300) - 150;
             d[i] = ldexp(1.0 + (double)(r >> 12) * 0x1p-52, e);
         } else if (kind == 1) { /* near f16 ties: k/2 ulps +- tiny */
-            int e = (int)(rng_next(&st) % 40) - 26;
+            int e = (int)(cf_splitmix64(&st) % 40) - 26;
             double k = (double)(r % 4096) + 0.5;
             double tiny = ((r >> 20) % 3 == 0) ? 0 : ((r >> 20) % 3 == 1 ? 0x1p-30 : -0x1p-30);
             d[i] = ldexp(k + tiny, e);
         } else if (kind == 2) { /* near bf16 ties */
-            int e = (int)(rng_next(&st) % 280) - 140;
+            int e = (int)(cf_splitmix64(&st) % 280) - 140;
             double k = (double)(r % 512) + 0.5;
             double tiny = ((r >> 20) % 3 == 0) ? 0 : ((r >> 20) % 3 == 1 ? 0x1p-40 : -0x1p-40);
             d[i] = ldexp(k + tiny, e);
@@ -1218,11 +1211,11 @@ START_TEST(cast_sweep_vs_independent_encoder)
         }
         if (r & (1ull << 63))
             d[i] = -d[i];
-        int bits = (int)(rng_next(&st) % 64);
-        l[i] = (int64_t)(rng_next(&st) >> (63 - bits));
+        int bits = (int)(cf_splitmix64(&st) % 64);
+        l[i] = (int64_t)(cf_splitmix64(&st) >> (63 - bits));
         if (r & 1)
             l[i] = -l[i];
-        uint32_t fb = (uint32_t)(rng_next(&st) >> 32);
+        uint32_t fb = (uint32_t)(cf_splitmix64(&st) >> 32);
         f[i] = bitsf(fb);
     }
     l[0] = INT64_MIN;
