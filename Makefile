@@ -232,9 +232,8 @@ coverage:
 # binaries (Check and jansson linked statically), the vectors, the bench
 # script.  Run on the device with: bash carry/gpu_run.sh
 gpu-bundle: all unit plugins mutants-build
-	rm -rf carry && mkdir -p carry
-	cp -r $(BUILD) carry/build
-	rm -rf carry/build/asan carry/build/tsan carry/build/cov carry/build/obj carry/build/h*
+	rm -rf carry && mkdir -p carry/build
+	cp -r $(addprefix $(BUILD)/,kiln libkiln.a libkiln.so unit_tests plugins mutants) carry/build/
 	@echo "gpu-bundle: carry/ ready ($$(du -sh carry | cut -f1))"
 
 deps:
