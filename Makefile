@@ -53,7 +53,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all lib cli unit test test-unit test-asan test-tsan deps install fuzz-kf \
+.PHONY: all lib cli unit test test-unit test-asan test-tsan deps install fuzz-kf fuzz-trigger \
         uninstall clean help fuzz coverage conform bench gpu-bundle \
         docs-check testgen testgen-check mutants nvrtc-check valgrind examples
 
@@ -176,8 +176,28 @@ docs-check: all
 	$(PYTHON) scripts/docs_check.py $(BUILD)/kiln
 	$(PYTHON) testgen/check_catalogue.py $(BUILD)/kiln
 
+# The comment-trigger grammar, the gate, the workflow lint and their tests,
+# the fuzz corpus through the fuzz target's checks, and shellcheck on the
+# CI scripts (docs/ci.md).  Debian's python3, for python3-yaml (make deps).
+CI_PYTHON ?= /usr/bin/python3
 ci-check:
-	$(PYTHON) ci/test_trigger.py
+	$(CI_PYTHON) ci/test_trigger.py
+	$(CI_PYTHON) ci/test_gate.py
+	$(CI_PYTHON) ci/test_lint.py
+	$(CI_PYTHON) ci/lint_workflows.py .github/workflows/*.yml
+	$(CI_PYTHON) ci/fuzz_trigger.py --check ci/fuzz_corpus
+	shellcheck .ci/run ci/*.sh
+
+# Atheris (PyPI, into build/fuzz/venv) on the comment grammar
+# (FUZZ_SECONDS=60).  Not part of `make test`, which never needs Atheris.
+fuzz-trigger:
+	@mkdir -p build/fuzz/trigger_corpus
+	test -x build/fuzz/venv/bin/python || $(PYTHON) -m venv build/fuzz/venv
+	build/fuzz/venv/bin/python -c 'import atheris' 2>/dev/null || \
+	  build/fuzz/venv/bin/pip install -q atheris==3.0.0
+	cp -n ci/fuzz_corpus/* build/fuzz/trigger_corpus/
+	build/fuzz/venv/bin/python ci/fuzz_trigger.py -max_total_time=$${FUZZ_SECONDS:-60} \
+	  -dict=ci/trigger.dict build/fuzz/trigger_corpus
 
 testgen:
 	@if [ -f testgen/generate.py ]; then $(PYTHON) testgen/generate.py --out conformance/vectors; \
@@ -270,6 +290,7 @@ help:
 	@echo "make testgen    regenerate conformance/vectors"
 	@echo "make fuzz       libFuzzer on the option parser (FUZZ_SECONDS=60)"
 	@echo "make fuzz-kf    libFuzzer on the .kf parser/printer round trip"
+	@echo "make fuzz-trigger  Atheris on the CI comment grammar (ci/trigger.py)"
 	@echo "make coverage   gcov/lcov HTML report in build/coverage-html"
 	@echo "make bench      benchmarks (kiln bench all)"
 	@echo "make gpu-bundle binaries for the GPU machine under carry/"
