@@ -32,6 +32,8 @@ static void usage(FILE *out)
             "                   accepted dtypes, result) and exit\n"
             "  -h, --help       this text\n"
             "\n"
+            "An operand after \"--\" is a file even if it starts with '-'.\n"
+            "\n"
             "exit status: 0 valid, 1 invalid fusion (FILE:LINE:COL: message on\n"
             "stderr) or unreadable file, 2 usage error\n");
 }
@@ -105,41 +107,34 @@ int kiln_cmd_fusion(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    int hash_only = 0, table = 0, opts_done = 0;
-    const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!opts_done && strcmp(a, "--") == 0) {
-            opts_done = 1;
-        } else if (!opts_done && strcmp(a, "--hash-only") == 0) {
+    static const char cmd[] = "kiln fusion";
+    static const cli_opt opts[] = {{"--hash-only", CLI_FLAG},
+                                   {"--op-table-json", CLI_FLAG},
+                                   {NULL, CLI_FLAG}};
+    int hash_only = 0, table = 0;
+    const char *path = NULL, *v;
+    cli_args args;
+    cli_args_init(&args, cmd, opts, argc, argv);
+    int opt;
+    while ((opt = cli_next(&args, &v)) != CLI_DONE) {
+        if (opt == CLI_USAGE)
+            return 2;
+        if (opt == 0)
             hash_only = 1;
-        } else if (!opts_done && strcmp(a, "--op-table-json") == 0) {
+        else if (opt == 1)
             table = 1;
-        } else if (!opts_done && a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "kiln fusion: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        } else if (path == NULL) {
-            path = a;
-        } else {
-            fprintf(stderr, "kiln fusion: more than one FILE given ('%s')\n",
-                    a);
-            return 2;
-        }
+        else if (path == NULL)
+            path = v;
+        else
+            return cli_usage(cmd, "more than one FILE given ('%s')", v);
     }
     if (table) {
-        if (path != NULL || hash_only) {
-            fprintf(stderr, "kiln fusion: --op-table-json takes no other "
-                            "argument\n");
-            return 2;
-        }
+        if (path != NULL || hash_only)
+            return cli_usage(cmd, "--op-table-json takes no other argument");
         return op_table_json();
     }
-    if (path == NULL) {
-        fprintf(stderr, "kiln fusion: missing FILE (use - for stdin)\n");
-        usage(stderr);
-        return 2;
-    }
+    if (path == NULL)
+        return cli_usage(cmd, "missing FILE (use - for stdin)");
     int is_stdin = strcmp(path, "-") == 0;
     const char *shown = is_stdin ? "<stdin>" : path;
     FILE *fp = is_stdin ? stdin : fopen(path, "rb");
