@@ -114,6 +114,11 @@ int cli_check_outputs(const char *cmd, const char *const *names,
 ** "DIR: reason" in err. */
 int cli_make_dir(const char *dir, char *err, size_t cap);
 
+/* The whole of file `path` ("-": standard input), NUL-terminated, in a
+** malloc'd buffer (*len bytes before the NUL).  NULL on failure, with
+** "PATH: reason" in err; a read error never yields a truncated text. */
+char *cli_read_file(const char *path, size_t *len, char *err, size_t cap);
+
 /* --------------------------------------------------------------- formats */
 
 /* Decode the UTF-8 sequence at s: *cp receives its code point, or U+FFFD

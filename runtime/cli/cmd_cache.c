@@ -46,29 +46,17 @@ static void usage(FILE *o)
 static int run_fusion(kiln_context *ctx, const char *path, long repeat,
                       const kiln_exec_options *eo)
 {
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL) {
-        fprintf(stderr, "kiln cache: %s: %s\n", path, strerror(errno));
+    size_t len = 0;
+    char err[4400];
+    char *text = cli_read_file(path, &len, err, sizeof err);
+    if (text == NULL) {
+        fprintf(stderr, "kiln cache: %s\n", err);
         return 1;
     }
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    int c;
-    while ((c = fgetc(fp)) != EOF) {
-        if (len + 1 >= cap) {
-            char *t = realloc(text, cap ? cap * 2 : 4096);
-            if (t == NULL)
-                break;
-            text = t;
-            cap = cap ? cap * 2 : 4096;
-        }
-        text[len++] = (char)c;
-    }
-    fclose(fp);
     kiln_fusion *f = NULL;
     kiln_tensor *in[MAX_IO] = {0}, *out[MAX_IO] = {0};
     int n_in = 0, n_out = 0, rc = 1;
-    if (kiln_fusion_parse(text ? text : "", len, &f) != KILN_OK) {
+    if (kiln_fusion_parse(text, len, &f) != KILN_OK) {
         fprintf(stderr, "kiln cache: %s:%s\n", path, kiln_last_error());
         goto done;
     }

@@ -38,36 +38,6 @@ static void usage(FILE *out)
             "stderr) or unreadable file, 2 usage error\n");
 }
 
-/* Read all of `fp` into a malloc'ed buffer; NULL on failure. */
-static char *slurp(FILE *fp, size_t *len)
-{
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (buf == NULL)
-        return NULL;
-    for (;;) {
-        if (n == cap) {
-            char *p = realloc(buf, cap * 2);
-            if (p == NULL) {
-                free(buf);
-                return NULL;
-            }
-            buf = p;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, fp);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(fp)) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
 /* The result column of the op table: a dtype, "same" or "given". */
 static const char *result_text(int result)
 {
@@ -135,21 +105,12 @@ int kiln_cmd_fusion(int argc, char **argv)
     }
     if (path == NULL)
         return cli_usage(cmd, "missing FILE (use - for stdin)");
-    int is_stdin = strcmp(path, "-") == 0;
-    const char *shown = is_stdin ? "<stdin>" : path;
-    FILE *fp = is_stdin ? stdin : fopen(path, "rb");
-    if (fp == NULL) {
-        fprintf(stderr, "kiln fusion: %s: %s\n", path, strerror(errno));
-        return 1;
-    }
+    const char *shown = strcmp(path, "-") == 0 ? "<stdin>" : path;
     size_t len = 0;
-    char *text = slurp(fp, &len);
-    int read_errno = errno;
-    if (!is_stdin)
-        fclose(fp);
+    char err[4400];
+    char *text = cli_read_file(path, &len, err, sizeof err);
     if (text == NULL) {
-        fprintf(stderr, "kiln fusion: %s: read failed: %s\n", shown,
-                strerror(read_errno));
+        fprintf(stderr, "kiln fusion: %s\n", err);
         return 1;
     }
     kiln_fusion *f = NULL;

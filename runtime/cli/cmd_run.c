@@ -82,37 +82,6 @@ static int find_input(const kiln_fusion *f, const char *name, size_t len,
     return -1;
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL)
-        return NULL;
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    while (b != NULL) {
-        size_t got = fread(b + n, 1, cap - n - 1, fp);
-        n += got;
-        if (got == 0)
-            break;
-        if (n + 1 == cap) {
-            char *nb = realloc(b, cap * 2);
-            if (nb == NULL) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-    }
-    fclose(fp);
-    if (b != NULL) {
-        b[n] = '\0';
-        *len = n;
-    }
-    return b;
-}
-
 /* Element i as a number; floats with the digits that round-trip their
 ** dtype (f16 5, bf16 4, f32 9, f64 17 significant digits). */
 static void print_value(FILE *out, kiln_dtype t, const void *p, size_t i)
@@ -262,9 +231,10 @@ int kiln_cmd_run(int argc, char **argv)
     }
 
     size_t text_len = 0;
-    char *text = read_file(path, &text_len);
+    char rerr[4400];
+    char *text = cli_read_file(path, &text_len, rerr, sizeof rerr);
     if (text == NULL) {
-        fprintf(stderr, "kiln run: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "kiln run: %s\n", rerr);
         return 1;
     }
     int rc = 1;

@@ -1,6 +1,7 @@
 /*
 ** outfile.c -- every file build/kiln writes goes through here (cli.h,
-** "output files"): reports, `kiln run --out` arrays, benchmark JSON.
+** "output files"): reports, `kiln run --out` arrays, benchmark JSON; and
+** the one reader of whole input files (cli_read_file).
 **
 ** A regular file is never written in place.  The bytes go to a temporary
 ** file created with O_EXCL in the destination's directory; commit flushes
@@ -278,4 +279,45 @@ int cli_make_dir(const char *dir, char *err, size_t cap)
         snprintf(err, cap, "%s: %s", dir, why ? why + 2 : e2);
     }
     return rc;
+}
+
+char *cli_read_file(const char *path, size_t *len, char *err, size_t cap)
+{
+    int is_stdin = strcmp(path, "-") == 0;
+    FILE *fp = is_stdin ? stdin : fopen(path, "rb");
+    if (fp == NULL) {
+        snprintf(err, cap, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t size = 4096, n = 0;
+    char *buf = malloc(size);
+    int e = buf == NULL ? ENOMEM : 0;
+    while (e == 0) {
+        if (n + 1 == size) {
+            char *nb = size < ((size_t)-1) / 2 ? realloc(buf, size * 2) : NULL;
+            if (nb == NULL) {
+                e = ENOMEM;
+                break;
+            }
+            buf = nb;
+            size *= 2;
+        }
+        size_t got = fread(buf + n, 1, size - n - 1, fp);
+        n += got;
+        if (got == 0) {
+            e = ferror(fp) ? (errno ? errno : EIO) : 0;
+            break;
+        }
+    }
+    if (!is_stdin)
+        fclose(fp);
+    if (e != 0) {
+        snprintf(err, cap, "%s: %s", is_stdin ? "<stdin>" : path,
+                 e == ENOMEM ? "out of memory" : strerror(e));
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
 }
