@@ -202,7 +202,8 @@ static void usage(FILE *out)
 "\n"
 "options:\n"
 "  --backend NAME     ref, cuda, nvrtc, auto (default: cuda when usable,\n"
-"                     else ref), or the path of a backend plugin (.so)\n"
+"                     else ref), or a backend plugin: a path, or a file\n"
+"                     name ending in .so (in the current directory)\n"
 "  --device N         device ordinal for device backends (default 0)\n"
 "  --vectors DIR      vector directory (default: conformance/vectors)\n"
 "  --category NAME    run only this category (repeatable): options.parse,\n"
@@ -661,6 +662,12 @@ int kiln_cmd_conform(int argc, char **argv)
             start = i;
         }
     }
+    if (r.n_sel == 0 && shard_n == 1 && !list) {
+        /* a typo in --filter must not pass; said before anything runs */
+        fprintf(stderr, "kiln conform: no test matches the selection\n");
+        rc = 1;
+        goto done;
+    }
     if (list) {
         for (size_t i = 0; i < r.n_sel; i++) {
             char id[96];
@@ -874,10 +881,6 @@ int kiln_cmd_conform(int argc, char **argv)
         printf("\n%zu tests: %zu skipped, none run\n", r.n_sel, skipped);
     }
     rc = failed || werr ? 1 : 0;
-    if (r.n_sel == 0 && shard_n == 1) { /* a typo in --filter must not pass */
-        fprintf(stderr, "kiln conform: no test matches the selection\n");
-        rc = 1;
-    }
     if (sr)
         srunner_free(sr);
     for (size_t i = 0; i < r.n_sel; i++)

@@ -477,6 +477,8 @@ def test_no_stdout_on_failure():
         ['options', '--enable', 'nonsense'],
         ['fusion', '/nonexistent.kf'],
         ['conform', '--vectors', '/nonexistent-kiln-dir'],
+        ['conform', '--backend', 'ref', '--vectors', FIX + '/basic', '--filter', 'zzz'],
+        ['conform', '--backend', './nonexistent-plugin.so', '--vectors', FIX + '/basic'],
         ['bench', 'gpu', '--device', '1023'],
     ]
     for args in cases:
