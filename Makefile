@@ -54,6 +54,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all lib cli unit test test-unit test-asan test-tsan deps install fuzz-kf fuzz-trigger \
+        check-cuda-headers test-cli \
         uninstall clean help fuzz coverage conform bench gpu-bundle \
         docs-check testgen testgen-check mutants nvrtc-check valgrind examples
 
@@ -63,13 +64,17 @@ lib: $(BUILD)/libkiln.a $(BUILD)/libkiln.so
 cli: $(BUILD)/kiln
 unit: $(BUILD)/unit_tests
 
-$(BUILD)/obj/%.o: %.c $(wildcard runtime/*.h runtime/include/*.h runtime/backends/*.h conformance/*.h tests/unit/*.h)
+$(BUILD)/obj/%.o: %.c $(wildcard runtime/*.h runtime/include/*.h runtime/backends/*.h runtime/cli/*.h conformance/*.h tests/unit/*.h) | check-cuda-headers
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -c $< -o $@
 
 # The CUDA backend's files use the toolkit's headers (cuda.h, nvrtc.h,
 # cublas_api.h) for types and names only: CUDA is never linked (dlopen).
+# They are required to build (README, "Dependencies"); check-cuda-headers
+# says which are missing before anything compiles.
 CUDA_INC ?= /usr/local/cuda/include
+check-cuda-headers:
+	@CUDA_INC='$(CUDA_INC)' bash scripts/deps.sh --cuda-headers
 $(BUILD)/obj/runtime/backends/cuda%.o: CFLAGS += -I$(CUDA_INC)
 $(BUILD)/obj/runtime/backends/cuda.o $(BUILD)/obj/runtime/cli/bench_gpu.o \
   $(BUILD)/obj/tests/unit/test_cuda.o: CFLAGS += -I$(CUDA_INC)
@@ -125,6 +130,7 @@ test:
 	$(MAKE) ci-check
 	$(MAKE) testgen-check
 	$(MAKE) test-unit
+	$(MAKE) test-cli
 	$(MAKE) test-asan
 	$(MAKE) test-tsan
 	$(MAKE) valgrind
@@ -143,6 +149,14 @@ test-asan:
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  KILN_TEST_PLUGIN=$(abspath $(BUILD)/asan/plugins/libkiln_test_plugin.so) \
 	  KILN_BIN=$(abspath $(BUILD)/asan/kiln) $(BUILD)/asan/unit_tests
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(PYTHON) tests/cli/test_cli.py $(BUILD)/asan/kiln $(BUILD)/asan/plugins/libkiln_test_plugin.so
+
+# The command line end to end (tests/cli/test_cli.py): reports parsed with
+# a real XML parser, hostile vector strings, atomic and concurrent report
+# writes, output-path checks, option syntax of every subcommand, --help.
+test-cli: all plugins
+	$(PYTHON) tests/cli/test_cli.py $(BUILD)/kiln $(BUILD)/plugins/libkiln_test_plugin.so
 
 # ThreadSanitizer: the suites whose names start with "threads".
 test-tsan:
@@ -257,7 +271,7 @@ gpu-bundle: all unit plugins mutants-build
 	@echo "gpu-bundle: carry/ ready ($$(du -sh carry | cut -f1))"
 
 deps:
-	bash scripts/deps.sh
+	CUDA_INC='$(CUDA_INC)' bash scripts/deps.sh
 
 # -------------------------------------------------------------- install
 

@@ -261,7 +261,16 @@ typedef struct cf_summary {
     double wall_s;
 } cf_summary;
 
+/* The text report on the terminal. */
 void cf_report_text(const cf_summary *s, FILE *out);
+/* s made safe for a terminal or log into buf (cap bytes, truncated at a
+** character boundary): control characters and invalid UTF-8 bytes become
+** the text \xNN, so a vector's string cannot add or rewrite a line.
+** Returns the length written. */
+size_t cf_text_escape(const char *s, char *buf, size_t cap);
+/* Markdown, JUnit XML and TAP 13 files, each written through cli_out.
+** Every string taken from the vectors or the command line is escaped for
+** the format (report.c).  0 on success; 1 with a message on stderr. */
 int cf_report_markdown(const cf_summary *s, const char *path);
 int cf_report_junit(const cf_summary *s, const char *path);
 int cf_report_tap(const cf_summary *s, const char *path);

@@ -202,7 +202,8 @@ static void usage(FILE *out)
 "\n"
 "options:\n"
 "  --backend NAME     ref, cuda, nvrtc, auto (default: cuda when usable,\n"
-"                     else ref), or the path of a backend plugin (.so)\n"
+"                     else ref), or a backend plugin: a path, or a file\n"
+"                     name ending in .so (in the current directory)\n"
 "  --device N         device ordinal for device backends (default 0)\n"
 "  --vectors DIR      vector directory (default: conformance/vectors)\n"
 "  --category NAME    run only this category (repeatable): options.parse,\n"
@@ -222,6 +223,12 @@ static void usage(FILE *out)
 "  --serde            round-trip kernels through the on-disk kernel database\n"
 "                     (not in this build)\n"
 "  -h, --help         this text\n"
+"\n"
+"Options take their value as --opt VALUE or --opt=VALUE.  The --tap,\n"
+"--junit and --report files are checked before any test runs (a path that\n"
+"cannot be written is a usage error), and each is replaced in one step\n"
+"when the run ends (written to a temporary file in the same directory,\n"
+"then renamed), so concurrent runs never mix their reports.\n"
 "\n"
 "Environment: CK_FORK=no runs every test in this process (faster on a GPU,\n"
 "but a crash ends the run); there the runner holds one context of the\n"
@@ -282,7 +289,9 @@ static int load_dir(const char *dir, run *r)
     for (size_t i = 0; i < n && !rc; i++) {
         char err[CF_MSG];
         if (cf_file_load(names[i], &r->files[r->n_files], err, sizeof err)) {
-            fprintf(stderr, "kiln conform: %s\n", err);
+            char esc[4 * CF_MSG];
+            cf_text_escape(err, esc, sizeof esc);
+            fprintf(stderr, "kiln conform: %s\n", esc);
             rc = 1;
         } else {
             r->n_files++;
@@ -306,9 +315,10 @@ static int load_dir(const char *dir, run *r)
         qsort(r->files, r->n_files, sizeof *r->files, cmp_files);
     for (size_t i = 1; i < r->n_files; i++)
         if (strcmp(r->files[i].category, r->files[i - 1].category) == 0) {
+            char esc[400];
+            cf_text_escape(r->files[i].category, esc, sizeof esc);
             fprintf(stderr, "kiln conform: %s and %s both hold category '%s'\n",
-                    r->files[i - 1].path, r->files[i].path,
-                    r->files[i].category);
+                    r->files[i - 1].path, r->files[i].path, esc);
             return 1;
         }
     return 0;
@@ -478,8 +488,30 @@ static int parse_shard(const char *s, long *i, long *n)
     return e == t || *e != '\0' || *n < 1 || *i < 1 || *i > *n;
 }
 
+enum {
+    O_BACKEND, O_DEVICE, O_VECTORS, O_CATEGORY, O_FILTER, O_EXCLUDE, O_SHARD,
+    O_LIST, O_TAP, O_JUNIT, O_REPORT, O_TIMEOUT, O_SERDE
+};
+static const cli_opt conform_opts[] = {
+    [O_BACKEND] = {"--backend", CLI_VALUE},
+    [O_DEVICE] = {"--device", CLI_VALUE},
+    [O_VECTORS] = {"--vectors", CLI_VALUE},
+    [O_CATEGORY] = {"--category", CLI_VALUE},
+    [O_FILTER] = {"--filter", CLI_VALUE},
+    [O_EXCLUDE] = {"--exclude", CLI_VALUE},
+    [O_SHARD] = {"--shard", CLI_VALUE},
+    [O_LIST] = {"--list", CLI_FLAG},
+    [O_TAP] = {"--tap", CLI_VALUE},
+    [O_JUNIT] = {"--junit", CLI_VALUE},
+    [O_REPORT] = {"--report", CLI_VALUE},
+    [O_TIMEOUT] = {"--timeout", CLI_VALUE},
+    [O_SERDE] = {"--serde", CLI_FLAG},
+    {NULL, CLI_FLAG},
+};
+
 int kiln_cmd_conform(int argc, char **argv)
 {
+    static const char cmd[] = "kiln conform";
     const char *backend = "auto", *vectors = NULL, *filter = NULL;
     const char *exclude = NULL;
     const char *tap = NULL, *junit = NULL, *report = NULL, *shard = "1/1";
@@ -496,70 +528,59 @@ int kiln_cmd_conform(int argc, char **argv)
         free(cats);
         return 0;
     }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-#define ARG(name) (strcmp(a, name) == 0 && has)
-        if (ARG("--backend"))
-            backend = argv[++i];
-        else if (ARG("--device")) {
-            char *e;
-            device = strtol(argv[++i], &e, 10);
-            if (*e || device < 0) {
-                fprintf(stderr, "kiln conform: --device needs an ordinal >= 0\n");
+    cli_args args;
+    cli_args_init(&args, cmd, conform_opts, argc, argv);
+    const char *v;
+    int opt;
+    while ((opt = cli_next(&args, &v)) != CLI_DONE) {
+        switch (opt) {
+        case CLI_USAGE: goto out;
+        case CLI_POSITIONAL:
+            cli_usage(cmd, "unexpected argument '%s'", v);
+            goto out;
+        case O_BACKEND: backend = v; break;
+        case O_DEVICE:
+            if (cli_long(cmd, "--device", v, 0, 1023, &device) != 0)
                 goto out;
-            }
-        } else if (ARG("--vectors"))
-            vectors = argv[++i];
-        else if (ARG("--category"))
-            cats[n_cats++] = argv[++i];
-        else if (ARG("--filter"))
-            filter = argv[++i];
-        else if (ARG("--exclude"))
-            exclude = argv[++i];
-        else if (ARG("--shard")) {
-            shard = argv[++i];
+            break;
+        case O_VECTORS: vectors = v; break;
+        case O_CATEGORY: cats[n_cats++] = v; break;
+        case O_FILTER: filter = v; break;
+        case O_EXCLUDE: exclude = v; break;
+        case O_SHARD:
+            shard = v;
             if (parse_shard(shard, &shard_i, &shard_n)) {
-                fprintf(stderr, "kiln conform: --shard needs I/N with "
-                        "1 <= I <= N (got '%s')\n", shard);
+                cli_usage(cmd, "--shard needs I/N with 1 <= I <= N (got '%s')",
+                          shard);
                 goto out;
             }
-        } else if (ARG("--tap"))
-            tap = argv[++i];
-        else if (ARG("--junit"))
-            junit = argv[++i];
-        else if (ARG("--report"))
-            report = argv[++i];
-        else if (ARG("--timeout")) {
+            break;
+        case O_LIST: list = 1; break;
+        case O_TAP: tap = v; break;
+        case O_JUNIT: junit = v; break;
+        case O_REPORT: report = v; break;
+        case O_TIMEOUT: {
             char *e;
-            timeout = strtod(argv[++i], &e);
-            if (*e || !(timeout > 0)) {
-                fprintf(stderr, "kiln conform: --timeout needs seconds > 0\n");
+            timeout = strtod(v, &e);
+            if (e == v || *e || !(timeout > 0) || timeout > 1e6) {
+                cli_usage(cmd, "--timeout needs seconds > 0, not '%s'", v);
                 goto out;
             }
-        } else if (strcmp(a, "--list") == 0)
-            list = 1;
-        else if (strcmp(a, "--serde") == 0) {
+            break;
+        }
+        case O_SERDE:
             fprintf(stderr, "kiln conform: --serde needs the on-disk kernel "
                     "database, not in this build\n");
             goto out;
-        } else {
-            static const char *const valued[] = {
-                "--backend", "--device", "--vectors", "--category", "--filter",
-                "--exclude", "--shard", "--tap", "--junit", "--report",
-                "--timeout", NULL};
-            int needs = 0;
-            for (int k = 0; valued[k]; k++)
-                needs |= strcmp(a, valued[k]) == 0;
-            if (needs)
-                fprintf(stderr, "kiln conform: option '%s' needs a value\n", a);
-            else
-                fprintf(stderr, "kiln conform: unknown %s '%s' (see kiln "
-                        "conform --help)\n", a[0] == '-' ? "option" : "argument",
-                        a);
-            goto out;
+        default: goto out;
         }
-#undef ARG
+    }
+    /* Report paths are checked now, not after the run. */
+    if (!list) {
+        const char *const names[] = {"--report", "--junit", "--tap"};
+        const char *const paths[] = {report, junit, tap};
+        if (cli_check_outputs(cmd, names, paths, 3) != 0)
+            goto out;
     }
     regex_t re, xre;
     int have_re = 0, have_xre = 0;
@@ -592,8 +613,11 @@ int kiln_cmd_conform(int argc, char **argv)
         if (f == r.n_files) {
             fprintf(stderr, "kiln conform: no category '%s' in %s; present:",
                     cats[c], vectors);
-            for (size_t k = 0; k < r.n_files; k++)
-                fprintf(stderr, " %s", r.files[k].category);
+            for (size_t k = 0; k < r.n_files; k++) {
+                char e[400];
+                cf_text_escape(r.files[k].category, e, sizeof e);
+                fprintf(stderr, " %s", e);
+            }
             fprintf(stderr, "\n");
             goto done;
         }
@@ -638,11 +662,19 @@ int kiln_cmd_conform(int argc, char **argv)
             start = i;
         }
     }
+    if (r.n_sel == 0 && shard_n == 1 && !list) {
+        /* a typo in --filter must not pass; said before anything runs */
+        fprintf(stderr, "kiln conform: no test matches the selection\n");
+        rc = 1;
+        goto done;
+    }
     if (list) {
         for (size_t i = 0; i < r.n_sel; i++) {
             char id[96];
             test_id(r.sel[i], id, sizeof id);
-            printf("%s\n", id);
+            char e[400];
+            cf_text_escape(id, e, sizeof e);
+            printf("%s\n", e);
         }
         rc = 0;
         goto done;
@@ -671,8 +703,13 @@ int kiln_cmd_conform(int argc, char **argv)
         else
             snprintf(skip_all, sizeof skip_all, "%s: %s", backend, why);
     }
-    printf("kiln conform: backend %s%s%s%s\n", chosen, note[0] ? " (" : "",
-           note, note[0] ? ")" : "");
+    {
+        char e1[400], e2[2400];
+        cf_text_escape(chosen, e1, sizeof e1);
+        cf_text_escape(note, e2, sizeof e2);
+        printf("kiln conform: backend %s%s%s%s\n", e1, note[0] ? " (" : "", e2,
+               note[0] ? ")" : "");
+    }
     printf("kiln conform: %zu of %zu tests from %zu files in %s (shard %s)\n",
            r.n_sel, total, r.n_files, vectors, shard);
     fflush(stdout);
@@ -786,10 +823,14 @@ int kiln_cmd_conform(int argc, char **argv)
             cr->passed++;
     }
     /* Failures one per line; skips grouped by reason (each reason shown). */
+    char e1[4 * CF_MSG], e2[4 * CF_MSG], e3[4 * CF_MSG];
     for (size_t i = 0; i < r.n_sel; i++)
-        if (res[i].status == CF_FAIL)
-            printf("FAIL %s (%s): %s\n", res[i].id, r.sel[i]->comment,
-                   res[i].msg ? res[i].msg : "");
+        if (res[i].status == CF_FAIL) {
+            cf_text_escape(res[i].id, e1, sizeof e1);
+            cf_text_escape(r.sel[i]->comment, e2, sizeof e2);
+            cf_text_escape(res[i].msg ? res[i].msg : "", e3, sizeof e3);
+            printf("FAIL %s (%s): %s\n", e1, e2, e3);
+        }
     for (size_t i = 0; i < r.n_sel; i++) {
         if (res[i].status != CF_SKIP || res[i].msg == NULL)
             continue;
@@ -803,11 +844,12 @@ int kiln_cmd_conform(int argc, char **argv)
         for (size_t j = i; j < r.n_sel; j++)
             same += res[j].status == CF_SKIP && res[j].msg &&
                     strcmp(res[j].msg, res[i].msg) == 0;
+        cf_text_escape(res[i].id, e1, sizeof e1);
+        cf_text_escape(res[i].msg, e3, sizeof e3);
         if (same == 1)
-            printf("SKIP %s: %s\n", res[i].id, res[i].msg);
+            printf("SKIP %s: %s\n", e1, e3);
         else
-            printf("SKIP %zu tests (%s, ...): %s\n", same, res[i].id,
-                   res[i].msg);
+            printf("SKIP %zu tests (%s, ...): %s\n", same, e1, e3);
     }
     cf_summary sum;
     memset(&sum, 0, sizeof sum);
@@ -839,10 +881,6 @@ int kiln_cmd_conform(int argc, char **argv)
         printf("\n%zu tests: %zu skipped, none run\n", r.n_sel, skipped);
     }
     rc = failed || werr ? 1 : 0;
-    if (r.n_sel == 0 && shard_n == 1) { /* a typo in --filter must not pass */
-        fprintf(stderr, "kiln conform: no test matches the selection\n");
-        rc = 1;
-    }
     if (sr)
         srunner_free(sr);
     for (size_t i = 0; i < r.n_sel; i++)

@@ -90,11 +90,23 @@ static kiln_status check_descriptor(const kiln_backend *d, const char *src,
     return KILN_OK;
 }
 
-/* A plugin is named by a path ("./x.so", "/opt/b.so") or a shared-object
-** file name that dlopen searches for ("libfoo.so", "libfoo.so.1"). */
-static int is_path(const char *spec)
+/* A plugin is named by a path or a shared-object name:
+**   - a name containing '/' ("./x.so", "/opt/b.so") is opened as given;
+**   - a name ending in ".so" ("my_backend.so") is a file in the current
+**     directory, like any file argument, so it is opened as "./NAME"
+**     (dlopen would otherwise search the library path, not the directory);
+**   - a versioned soname ("libfoo.so.1") is left to the dynamic loader's
+**     search, as installed libraries are found.
+** Writes what to hand to dlopen into buf; 0 when spec names no plugin. */
+static int plugin_path(const char *spec, char *buf, size_t cap)
 {
-    return strchr(spec, '/') != NULL || strstr(spec, ".so") != NULL;
+    size_t n = strlen(spec);
+    int slash = strchr(spec, '/') != NULL;
+    int so = n > 3 && strcmp(spec + n - 3, ".so") == 0;
+    if (!slash && !so && strstr(spec, ".so.") == NULL)
+        return 0;
+    snprintf(buf, cap, "%s%s", so && !slash ? "./" : "", spec);
+    return 1;
 }
 
 /* Open backend `spec` on `device`: fills be, *state and *dl (plugin
@@ -105,7 +117,7 @@ static kiln_status open_backend(const char *spec, int device, kiln_backend *be,
 {
     const kiln_backend *d = NULL;
     void *h = NULL;
-    char err[512];
+    char err[512], path[4096];
     err[0] = '\0';
     kiln_status s;
     *dl = NULL;
@@ -129,9 +141,10 @@ static kiln_status open_backend(const char *spec, int device, kiln_backend *be,
                      spec);
             return KILN_ERR_BACKEND_UNAVAILABLE;
         }
-    } else if (is_path(spec)) {
+    } else if (strlen(spec) < sizeof path - 2 &&
+               plugin_path(spec, path, sizeof path)) {
         dlerror();
-        h = dlopen(spec, RTLD_NOW | RTLD_LOCAL);
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (h == NULL) {
             const char *e = dlerror();
             snprintf(why, cap, "plugin %s: %s", spec, e ? e : "dlopen failed");
@@ -151,8 +164,8 @@ static kiln_status open_backend(const char *spec, int device, kiln_backend *be,
         d = fn(KILN_BACKEND_ABI_VERSION);
     } else {
         snprintf(why, cap,
-                 "unknown backend '%s' (valid: ref, cuda, auto, or a path to "
-                 "a plugin shared object)",
+                 "unknown backend '%s' (valid: ref, cuda, auto, or a plugin: "
+                 "a path, a file name ending in .so, or a versioned soname)",
                  spec);
         return KILN_ERR_BACKEND_UNAVAILABLE;
     }

@@ -227,6 +227,7 @@ void kiln_fusion_destroy(kiln_fusion *f)
     kiln__free(f->outputs);
     kiln__free(f->axis_class);
     kiln__free(f->axis_edges);
+    kiln__free(f->input_names);
     kiln__free(f);
 }
 

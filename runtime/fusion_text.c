@@ -699,6 +699,49 @@ static kiln_status statement(parser *p, int *header_seen)
     return name_add(p, &t, v);
 }
 
+/* Record each input's %name on the fusion (kiln_fusion_input_name): the
+** name table is the parser's, so a name means the same here as in the
+** statements that use it. */
+static kiln_status keep_input_names(parser *p)
+{
+    kiln_fusion *f = p->f;
+    size_t bytes = (size_t)f->n_inputs * sizeof(char *);
+    for (size_t i = 0; i < p->cap_names; i++)
+        if (p->names[i].s != NULL &&
+            f->nodes[p->names[i].id].op == KILN_OP_INPUT)
+            bytes += p->names[i].n; /* the name without '%', and a NUL */
+    char **names = kiln__calloc(1, bytes ? bytes : 1);
+    if (names == NULL)
+        return kiln__err(KILN_ERR_NO_MEMORY, "kiln_fusion_parse: out of memory");
+    char *pool = (char *)(names + f->n_inputs);
+    for (size_t i = 0; i < p->cap_names; i++) {
+        const name_slot *e = &p->names[i];
+        if (e->s == NULL || f->nodes[e->id].op != KILN_OP_INPUT)
+            continue;
+        names[f->nodes[e->id].io] = pool;
+        memcpy(pool, e->s + 1, e->n - 1);
+        pool[e->n - 1] = '\0';
+        pool += e->n;
+    }
+    f->input_names = names;
+    return KILN_OK;
+}
+
+kiln_status kiln_fusion_input_name(const kiln_fusion *f, int i,
+                                   const char **name)
+{
+    if (f == NULL || name == NULL)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_fusion_input_name: NULL argument");
+    if (i < 0 || (uint32_t)i >= f->n_inputs)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_fusion_input_name: input %d out of range (the "
+                         "fusion has %u inputs)", i, f->n_inputs);
+    *name = f->input_names != NULL ? f->input_names[i] : NULL;
+    kiln__err_clear();
+    return KILN_OK;
+}
+
 kiln_status kiln_fusion_parse(const char *text, size_t len, kiln_fusion **out)
 {
     if (out == NULL || (text == NULL && len > 0))
@@ -738,7 +781,8 @@ kiln_status kiln_fusion_parse(const char *text, size_t len, kiln_fusion **out)
         else if ((s = kiln_fusion_finalize(p.f)) != KILN_OK) {
             tok end = {TK_EOL, NULL, 0, p.line, col};
             s = builder_fail(s, &end);
-        }
+        } else
+            s = keep_input_names(&p);
     }
     kiln__free(p.names);
     if (s != KILN_OK) {

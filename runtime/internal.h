@@ -185,6 +185,10 @@ struct kiln_fusion {
     int32_t *axis_class;
     int32_t *axis_edges;
     uint32_t n_axis_edges;
+    /* Set by kiln_fusion_parse: input i's %name without the '%' (one
+    ** allocation: n_inputs pointers, then the strings); NULL for a fusion
+    ** built through the builder API. */
+    char **input_names;
 };
 
 /* A node of `op` with no operands (args -1, io -1, everything else 0). */

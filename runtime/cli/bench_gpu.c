@@ -518,12 +518,19 @@ static int bench_matmul(bench *b)
 
 static void usage(FILE *o)
 {
-    fprintf(o, "usage: kiln bench gpu [--json [FILE]] [--reps N] [--device N] [--quick]\n\n"
+    fprintf(o, "usage: kiln bench gpu [--json[=FILE]] [--reps N] [--device N] [--quick]\n\n"
                "GPU benchmarks on the cuda backend (median of N timed runs after\n"
                "warm-up, CUDA events): copy ceiling, relu(a*b+c), bias add, sums,\n"
-               "execute overhead vs cuLaunchKernel, NVRTC compile, bf16 matmul paths.\n"
-               "--json FILE writes the rows as JSON (no FILE: JSON on stdout).\n"
-               "Exit 0 when every target passes, 1 when one misses or no GPU.\n");
+               "execute overhead vs cuLaunchKernel, NVRTC compile, bf16 matmul paths.\n\n"
+               "  --json [FILE]  the rows as JSON: in FILE (--json FILE or\n"
+               "                 --json=FILE; checked before anything runs and\n"
+               "                 replaced in one step at the end), or on stdout\n"
+               "                 with the table on stderr when FILE is not given\n"
+               "  --reps N       timed runs per benchmark, 1..10000 (default 20)\n"
+               "  --device N     CUDA device ordinal (default 0)\n"
+               "  --quick        smaller sizes\n\n"
+               "Exit 0 when every target passes, 1 when one misses or no GPU,\n"
+               "2 usage error.\n");
 }
 
 int kiln_bench_gpu(int argc, char **argv)
@@ -533,29 +540,42 @@ int kiln_bench_gpu(int argc, char **argv)
     b->reps = 20;
     const char *json_path = NULL;
     int json_stdout = 0;
-    for (int i = 1; i < argc; i++) {
-        if (argv[i] == NULL)
-            continue;
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            if (i + 1 < argc && argv[i + 1] != NULL && argv[i + 1][0] != '-')
-                json_path = argv[++i];
-            else
-                json_stdout = 1;
-        } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-            b->reps = atoi(argv[++i]);
-        } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
-            b->device = atoi(argv[++i]);
-        } else if (strcmp(argv[i], "--quick") == 0) {
-            b->quick = 1;
-        } else {
-            fprintf(stderr, "kiln bench gpu: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
+    static const char cmd[] = "kiln bench gpu";
+    static const cli_opt opts[] = {{"--json", CLI_OPTIONAL},
+                                   {"--reps", CLI_VALUE},
+                                   {"--device", CLI_VALUE},
+                                   {"--quick", CLI_FLAG},
+                                   {NULL, CLI_FLAG}};
+    if (kiln_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
+    cli_args args;
+    cli_args_init(&args, cmd, opts, argc, argv);
+    const char *v;
+    int opt;
+    long n;
+    while ((opt = cli_next(&args, &v)) != CLI_DONE) {
+        switch (opt) {
+        case 0:
+            json_path = v;
+            json_stdout = v == NULL;
+            break;
+        case 1:
+        case 2:
+            if (cli_long(cmd, opts[opt].name, v, opt == 1 ? 1 : 0,
+                         opt == 1 ? 10000 : 1023, &n) != 0)
+                return 2;
+            *(opt == 1 ? &b->reps : &b->device) = (int)n;
+            break;
+        case 3: b->quick = 1; break;
+        case CLI_POSITIONAL: return cli_usage(cmd, "unexpected argument '%s'", v);
+        default: return 2;
         }
     }
+    const char *const names[] = {"--json"};
+    if (cli_check_outputs(cmd, names, &json_path, 1) != 0)
+        return 2;
     if (b->reps < 1 || b->reps > 10000) {
         fprintf(stderr, "kiln bench gpu: --reps must be 1..10000\n");
         return 2;
@@ -588,9 +608,14 @@ int kiln_bench_gpu(int argc, char **argv)
         fprintf(stderr, "kiln bench gpu: context: %s\n", kiln_last_error());
         goto out;
     }
-    if (json_path != NULL && (b->json = fopen(json_path, "w")) == NULL) {
-        fprintf(stderr, "kiln bench gpu: cannot write %s\n", json_path);
-        goto out;
+    cli_out jout;
+    memset(&jout, 0, sizeof jout);
+    if (json_path != NULL) {
+        if (cli_out_open(&jout, json_path, err, sizeof err) != 0) {
+            fprintf(stderr, "kiln bench gpu: %s\n", err);
+            goto out;
+        }
+        b->json = jout.fp;
     }
     b->tab = stdout;
     if (json_stdout) {
@@ -604,8 +629,10 @@ int kiln_bench_gpu(int argc, char **argv)
     fprintf(b->tab, "%-26s %12s %-8s %8s %9s %4s  %s\n", "benchmark", "value", "unit", "ratio",
             "target", "", "note");
     if (b->json != NULL) {
-        fprintf(b->json, "{\"device\": \"%s\", \"reps\": %d, \"quick\": %s, \"rows\": [", name,
-                b->reps, b->quick ? "true" : "false");
+        fprintf(b->json, "{\"device\": ");
+        cli_json_string(b->json, name);
+        fprintf(b->json, ", \"reps\": %d, \"quick\": %s, \"rows\": [", b->reps,
+                b->quick ? "true" : "false");
         b->json_first = 1;
     }
     int fails = 0;
@@ -616,8 +643,10 @@ int kiln_bench_gpu(int argc, char **argv)
     fails += bench_matmul(b) != 0;
     if (b->json != NULL) {
         fprintf(b->json, "\n], \"misses\": %d, \"errors\": %d}\n", b->misses, fails);
-        if (b->json != stdout)
-            fclose(b->json);
+        if (b->json != stdout && cli_out_commit(&jout, json_path, err, sizeof err) != 0) {
+            fprintf(stderr, "kiln bench gpu: %s\n", err);
+            fails++;
+        }
     }
     fprintf(b->tab, "kiln bench gpu: %d target(s) missed, %d benchmark error(s)\n", b->misses,
             fails);

@@ -24,13 +24,22 @@
 
 static void usage(FILE *o)
 {
-    fprintf(o, "usage: kiln bench overhead|all [--json [FILE]]\n       kiln bench gpu [--json FILE] [--reps N] [--device N] [--quick]\n\n"
+    fprintf(o, "usage: kiln bench overhead|all [--json[=FILE]]\n"
+               "       kiln bench gpu [--json[=FILE]] [--reps N] [--device N] [--quick]\n\n"
                "  overhead  host time of a cache-hit execute of a 1-element fusion\n"
                "            on ref, without and with a 2-item execute option list;\n"
                "            median of %d runs x %d calls; targets 1 us / 1.3 us\n"
-               "  gpu       GPU benchmarks (needs the cuda backend)\n"
+               "  gpu       GPU benchmarks (needs the cuda backend; `kiln bench gpu\n"
+               "            --help` documents its options)\n"
                "  all       both\n"
-               "  --json    machine-readable output\n",
+               "  --json    machine-readable output on stdout; --json FILE (or\n"
+               "            --json=FILE) writes it to FILE instead (for `all`, FILE\n"
+               "            receives the gpu rows and the overhead JSON goes to\n"
+               "            stdout).  FILE is checked before anything runs and\n"
+               "            replaced in one step when the benchmark ends.\n\n"
+               "The benchmark name comes first.  Exit status: 0 when the\n"
+               "measurement ran (a missed target is reported, not an error),\n"
+               "1 when it could not run, 2 usage error.\n",
             RUNS, CALLS);
 }
 
@@ -47,7 +56,9 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int bench_overhead(int json)
+/* Run the overhead benchmark; the result goes to `dst` (stdout or a
+** file), as JSON when json is set. */
+static int bench_overhead(int json, FILE *dst)
 {
     static const char kf[] = "kiln.fusion 1\n%0 = input f32 [?]\n%1 = neg %0\n"
                              "output %1\n";
@@ -102,23 +113,23 @@ static int bench_overhead(int json)
         cases[c].median_us = per[RUNS / 2];
     }
     if (json) {
-        printf("{\"bench\": \"overhead\", \"backend\": \"ref\", \"runs\": %d, "
+        fprintf(dst, "{\"bench\": \"overhead\", \"backend\": \"ref\", \"runs\": %d, "
                "\"calls\": %d, \"results\": [",
                RUNS, CALLS);
         for (size_t c = 0; c < 2; c++)
-            printf("%s{\"case\": \"%s\", \"median_us\": %.4f, \"target_us\": %.2f, "
+            fprintf(dst, "%s{\"case\": \"%s\", \"median_us\": %.4f, \"target_us\": %.2f, "
                    "\"pass\": %s}",
                    c ? ", " : "", cases[c].name, cases[c].median_us,
                    cases[c].target_us,
                    cases[c].median_us <= cases[c].target_us ? "true" : "false");
-        printf("]}\n");
+        fprintf(dst, "]}\n");
     } else {
-        printf("kiln bench overhead: cache-hit execute of a 1-element neg (f32) on "
+        fprintf(dst, "kiln bench overhead: cache-hit execute of a 1-element neg (f32) on "
                "ref\nmedian of %d runs x %d calls\n\n",
                RUNS, CALLS);
-        printf("%-22s %10s %10s  %s\n", "case", "median_us", "target_us", "result");
+        fprintf(dst, "%-22s %10s %10s  %s\n", "case", "median_us", "target_us", "result");
         for (size_t c = 0; c < 2; c++)
-            printf("%-22s %10.3f %10.2f  %s\n", cases[c].label, cases[c].median_us,
+            fprintf(dst, "%-22s %10.3f %10.2f  %s\n", cases[c].label, cases[c].median_us,
                    cases[c].target_us,
                    cases[c].median_us <= cases[c].target_us ? "PASS" : "MISS");
     }
@@ -133,44 +144,61 @@ done:
 
 int kiln_cmd_bench(int argc, char **argv)
 {
+    static const char cmd[] = "kiln bench";
+    static const cli_opt opts[] = {{"--json", CLI_OPTIONAL}, {NULL, CLI_FLAG}};
+    /* `kiln bench gpu ARGS...`: the GPU benchmark parses its own options
+    ** (--json FILE, --reps N, --device N, --quick) and has its own help. */
+    if (argc >= 2 && strcmp(argv[1], "gpu") == 0)
+        return kiln_bench_gpu(argc - 1, argv + 1);
     if (kiln_cli_wants_help(argc, argv)) {
         usage(stdout);
         return 0;
     }
-    /* `kiln bench gpu ARGS...`: the GPU benchmark parses its own options
-    ** (--json FILE, --reps N, --device N, --quick). */
-    if (argc >= 2 && strcmp(argv[1], "gpu") == 0)
-        return kiln_bench_gpu(argc - 1, argv + 1);
-    const char *what = NULL;
-    const char *json_file = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-            if (i + 1 < argc && argv[i + 1][0] != '-' && what != NULL)
-                json_file = argv[++i]; /* for the gpu part of `all` */
-        }
-        else if (what == NULL && argv[i][0] != '-')
-            what = argv[i];
-        else {
-            fprintf(stderr, "kiln bench: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
+    const char *what = argc >= 2 ? argv[1] : NULL;
+    if (what == NULL || what[0] == '-')
+        return cli_usage(cmd, "the first argument must name a benchmark "
+                         "(overhead, gpu, all)");
+    if (strcmp(what, "overhead") != 0 && strcmp(what, "all") != 0)
+        return cli_usage(cmd, "unknown benchmark '%s' (overhead, gpu, all)",
+                         what);
+    const char *json_file = NULL, *v;
+    int json = 0, opt;
+    cli_args args;
+    cli_args_init(&args, cmd, opts, argc - 1, argv + 1);
+    while ((opt = cli_next(&args, &v)) != CLI_DONE) {
+        if (opt == CLI_USAGE)
             return 2;
-        }
+        if (opt == CLI_POSITIONAL)
+            return cli_usage(cmd, "unexpected argument '%s'", v);
+        json = 1;
+        json_file = v;
     }
-    if (what == NULL) {
-        usage(stderr);
+    const char *const names[] = {"--json"};
+    if (cli_check_outputs(cmd, names, &json_file, 1) != 0)
         return 2;
-    }
-    char *gpu_argv[4] = {"gpu", json ? "--json" : NULL, (char *)json_file, NULL};
-    int gpu_argc = json ? (json_file ? 3 : 2) : 1;
-    if (strcmp(what, "overhead") == 0)
-        return bench_overhead(json);
     if (strcmp(what, "all") == 0) {
-        int a = bench_overhead(json);
-        int b = kiln_bench_gpu(gpu_argc, gpu_argv);
+        int a = bench_overhead(json, stdout);
+        char *gpu_argv[4] = {"gpu", json ? "--json" : NULL, (char *)json_file,
+                             NULL};
+        int b = kiln_bench_gpu(json ? (json_file ? 3 : 2) : 1, gpu_argv);
         return a > b ? a : b;
     }
-    fprintf(stderr, "kiln bench: unknown benchmark '%s' (overhead, gpu, all)\n", what);
-    return 2;
+    if (json_file == NULL)
+        return bench_overhead(json, stdout);
+    char err[4400];
+    cli_out o;
+    if (cli_out_open(&o, json_file, err, sizeof err) != 0) {
+        fprintf(stderr, "kiln bench: %s\n", err);
+        return 1;
+    }
+    int rc = bench_overhead(json, o.fp);
+    if (rc != 0) {
+        cli_out_abort(&o);
+        return rc;
+    }
+    if (cli_out_commit(&o, json_file, err, sizeof err) != 0) {
+        fprintf(stderr, "kiln bench: %s\n", err);
+        return 1;
+    }
+    return 0;
 }

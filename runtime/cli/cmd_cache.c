@@ -29,36 +29,34 @@ static void usage(FILE *o)
             "(executes, plan hits/misses/evictions, kernel hits/misses/evictions,\n"
             "compiles, loads).  With FUSION.kf the fusion first runs N times\n"
             "(default 1) with random inputs (every ? axis 4, seed 1) under the\n"
-            "given execute options.  Defaults: %d plans, %d kernels.\n",
+            "given execute options.  The counters belong to the context this\n"
+            "command creates; nothing persists between invocations.\n\n"
+            "  --json               one JSON object instead of the table\n"
+            "  --backend B          ref, cuda, auto (default) or a plugin path\n"
+            "  --plan-capacity N    plan cache entries (default %d)\n"
+            "  --kernel-capacity N  kernel cache entries (default %d)\n"
+            "  --repeat N           run FUSION.kf N times (default 1)\n"
+            "  --enable/--disable ITEM  execute option elements (one item each)\n\n"
+            "Options take their value as --opt VALUE or --opt=VALUE.  When the\n"
+            "context or a run fails nothing is printed on stdout.\n"
+            "Exit status: 0 ok, 1 the context or a run failed, 2 usage error.\n",
             DEFAULT_PLAN, DEFAULT_KERNEL);
 }
 
 static int run_fusion(kiln_context *ctx, const char *path, long repeat,
                       const kiln_exec_options *eo)
 {
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL) {
-        fprintf(stderr, "kiln cache: %s: %s\n", path, strerror(errno));
+    size_t len = 0;
+    char err[4400];
+    char *text = cli_read_file(path, &len, err, sizeof err);
+    if (text == NULL) {
+        fprintf(stderr, "kiln cache: %s\n", err);
         return 1;
     }
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    int c;
-    while ((c = fgetc(fp)) != EOF) {
-        if (len + 1 >= cap) {
-            char *t = realloc(text, cap ? cap * 2 : 4096);
-            if (t == NULL)
-                break;
-            text = t;
-            cap = cap ? cap * 2 : 4096;
-        }
-        text[len++] = (char)c;
-    }
-    fclose(fp);
     kiln_fusion *f = NULL;
     kiln_tensor *in[MAX_IO] = {0}, *out[MAX_IO] = {0};
     int n_in = 0, n_out = 0, rc = 1;
-    if (kiln_fusion_parse(text ? text : "", len, &f) != KILN_OK) {
+    if (kiln_fusion_parse(text, len, &f) != KILN_OK) {
         fprintf(stderr, "kiln cache: %s:%s\n", path, kiln_last_error());
         goto done;
     }
@@ -118,19 +116,56 @@ done:
     return rc;
 }
 
-static int parse_pos(const char *s, long *out)
+enum { C_JSON, C_BACKEND, C_PLAN, C_KERNEL, C_REPEAT, C_ENABLE, C_DISABLE };
+static const cli_opt cache_opts[] = {
+    [C_JSON] = {"--json", CLI_FLAG},
+    [C_BACKEND] = {"--backend", CLI_VALUE},
+    [C_PLAN] = {"--plan-capacity", CLI_VALUE},
+    [C_KERNEL] = {"--kernel-capacity", CLI_VALUE},
+    [C_REPEAT] = {"--repeat", CLI_VALUE},
+    [C_ENABLE] = {"--enable", CLI_VALUE},
+    [C_DISABLE] = {"--disable", CLI_VALUE},
+    {NULL, CLI_FLAG},
+};
+
+/* The capacities and counters, as text or one JSON object. */
+static void print_counters(FILE *out, kiln_context *ctx, int json,
+                           long plan_cap, long kern_cap)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *s == '\0' || *end != '\0' || v < 1)
-        return -1;
-    *out = v;
-    return 0;
+    kiln_counters c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    kiln_context_counters(ctx, &c);
+    if (json) {
+        fprintf(out, "{\"backend\": ");
+        cli_json_string(out, kiln_context_backend(ctx));
+        fprintf(out, ", \"plan_capacity\": %ld, \"kernel_capacity\": %ld, "
+               "\"executes\": %llu, \"plan_hits\": %llu, \"plan_misses\": %llu, "
+               "\"plan_evictions\": %llu, \"kernel_hits\": %llu, \"kernel_misses\": %llu, "
+               "\"kernel_evictions\": %llu, \"compiles\": %llu, \"kernel_loads\": %llu}\n",
+               plan_cap, kern_cap,
+               (unsigned long long)c.executes, (unsigned long long)c.plan_hits,
+               (unsigned long long)c.plan_misses, (unsigned long long)c.plan_evictions,
+               (unsigned long long)c.kernel_hits, (unsigned long long)c.kernel_misses,
+               (unsigned long long)c.kernel_evictions, (unsigned long long)c.compiles,
+               (unsigned long long)c.kernel_loads);
+    } else {
+        fprintf(out, "backend          %s\n", kiln_context_backend(ctx));
+        fprintf(out, "plan cache       capacity %ld: %llu hits, %llu misses, %llu evictions\n",
+               plan_cap, (unsigned long long)c.plan_hits,
+               (unsigned long long)c.plan_misses, (unsigned long long)c.plan_evictions);
+        fprintf(out, "kernel cache     capacity %ld: %llu hits, %llu misses, %llu evictions\n",
+               kern_cap, (unsigned long long)c.kernel_hits,
+               (unsigned long long)c.kernel_misses, (unsigned long long)c.kernel_evictions);
+        fprintf(out, "executes         %llu\ncompiles         %llu\nkernel loads     %llu\n",
+               (unsigned long long)c.executes, (unsigned long long)c.compiles,
+               (unsigned long long)c.kernel_loads);
+    }
 }
 
 int kiln_cmd_cache(int argc, char **argv)
 {
+    static const char cmd[] = "kiln cache";
     if (kiln_cli_wants_help(argc, argv)) {
         usage(stdout);
         return 0;
@@ -140,39 +175,40 @@ int kiln_cmd_cache(int argc, char **argv)
     long plan_cap = DEFAULT_PLAN, kern_cap = DEFAULT_KERNEL, repeat = 1;
     const char *en[MAX_ITEMS], *dis[MAX_ITEMS];
     size_t n_en = 0, n_dis = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = strcmp(a, "--backend") == 0 || strcmp(a, "--plan-capacity") == 0 ||
-                    strcmp(a, "--kernel-capacity") == 0 || strcmp(a, "--repeat") == 0 ||
-                    strcmp(a, "--enable") == 0 || strcmp(a, "--disable") == 0;
-        if (takes && v == NULL) {
-            fprintf(stderr, "kiln cache: %s needs a value\n", a);
-            return 2;
-        }
-        if (strcmp(a, "--json") == 0) {
-            json = 1;
-        } else if (strcmp(a, "--backend") == 0) {
-            backend = v, i++;
-        } else if (strcmp(a, "--enable") == 0 && n_en < MAX_ITEMS) {
-            en[n_en++] = v, i++;
-        } else if (strcmp(a, "--disable") == 0 && n_dis < MAX_ITEMS) {
-            dis[n_dis++] = v, i++;
-        } else if (takes && strcmp(a, "--enable") != 0 && strcmp(a, "--disable") != 0) {
-            long n;
-            if (parse_pos(v, &n) != 0) {
-                fprintf(stderr, "kiln cache: %s needs a positive integer, not '%s'\n", a, v);
+    cli_args args;
+    cli_args_init(&args, cmd, cache_opts, argc, argv);
+    const char *v;
+    int opt;
+    while ((opt = cli_next(&args, &v)) != CLI_DONE) {
+        switch (opt) {
+        case CLI_USAGE: return 2;
+        case CLI_POSITIONAL:
+            if (path != NULL)
+                return cli_usage(cmd, "more than one fusion file ('%s')", v);
+            path = v;
+            break;
+        case C_JSON: json = 1; break;
+        case C_BACKEND: backend = v; break;
+        case C_PLAN:
+        case C_KERNEL:
+        case C_REPEAT:
+            if (cli_long(cmd, cache_opts[opt].name, v, 1, 1L << 30,
+                         opt == C_PLAN     ? &plan_cap
+                         : opt == C_KERNEL ? &kern_cap
+                                           : &repeat) != 0)
                 return 2;
-            }
-            if (strcmp(a, "--plan-capacity") == 0) plan_cap = n;
-            else if (strcmp(a, "--kernel-capacity") == 0) kern_cap = n;
-            else repeat = n;
-            i++;
-        } else if (a[0] != '-' && path == NULL) {
-            path = a;
-        } else {
-            fprintf(stderr, "kiln cache: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
+            break;
+        case C_ENABLE:
+        case C_DISABLE:
+            if ((opt == C_ENABLE ? n_en : n_dis) == MAX_ITEMS)
+                return cli_usage(cmd, "at most %d %s options", MAX_ITEMS,
+                                 cache_opts[opt].name);
+            if (opt == C_ENABLE)
+                en[n_en++] = v;
+            else
+                dis[n_dis++] = v;
+            break;
+        default: return 2;
         }
     }
     kiln_context_config cfg;
@@ -190,33 +226,8 @@ int kiln_cmd_cache(int argc, char **argv)
     kiln_exec_options eo = {sizeof eo, en, n_en, dis, n_dis};
     if (path != NULL)
         rc = run_fusion(ctx, path, repeat, &eo);
-    kiln_counters c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    kiln_context_counters(ctx, &c);
-    if (json) {
-        printf("{\"backend\": \"%s\", \"plan_capacity\": %ld, \"kernel_capacity\": %ld, "
-               "\"executes\": %llu, \"plan_hits\": %llu, \"plan_misses\": %llu, "
-               "\"plan_evictions\": %llu, \"kernel_hits\": %llu, \"kernel_misses\": %llu, "
-               "\"kernel_evictions\": %llu, \"compiles\": %llu, \"kernel_loads\": %llu}\n",
-               kiln_context_backend(ctx), plan_cap, kern_cap,
-               (unsigned long long)c.executes, (unsigned long long)c.plan_hits,
-               (unsigned long long)c.plan_misses, (unsigned long long)c.plan_evictions,
-               (unsigned long long)c.kernel_hits, (unsigned long long)c.kernel_misses,
-               (unsigned long long)c.kernel_evictions, (unsigned long long)c.compiles,
-               (unsigned long long)c.kernel_loads);
-    } else {
-        printf("backend          %s\n", kiln_context_backend(ctx));
-        printf("plan cache       capacity %ld: %llu hits, %llu misses, %llu evictions\n",
-               plan_cap, (unsigned long long)c.plan_hits,
-               (unsigned long long)c.plan_misses, (unsigned long long)c.plan_evictions);
-        printf("kernel cache     capacity %ld: %llu hits, %llu misses, %llu evictions\n",
-               kern_cap, (unsigned long long)c.kernel_hits,
-               (unsigned long long)c.kernel_misses, (unsigned long long)c.kernel_evictions);
-        printf("executes         %llu\ncompiles         %llu\nkernel loads     %llu\n",
-               (unsigned long long)c.executes, (unsigned long long)c.compiles,
-               (unsigned long long)c.kernel_loads);
-    }
+    if (rc == 0) /* a failed run prints no counters: they would mislead */
+        print_counters(stdout, ctx, json, plan_cap, kern_cap);
     kiln_context_destroy(ctx);
     return rc;
 }

@@ -32,38 +32,10 @@ static void usage(FILE *out)
             "                   accepted dtypes, result) and exit\n"
             "  -h, --help       this text\n"
             "\n"
+            "An operand after \"--\" is a file even if it starts with '-'.\n"
+            "\n"
             "exit status: 0 valid, 1 invalid fusion (FILE:LINE:COL: message on\n"
             "stderr) or unreadable file, 2 usage error\n");
-}
-
-/* Read all of `fp` into a malloc'ed buffer; NULL on failure. */
-static char *slurp(FILE *fp, size_t *len)
-{
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (buf == NULL)
-        return NULL;
-    for (;;) {
-        if (n == cap) {
-            char *p = realloc(buf, cap * 2);
-            if (p == NULL) {
-                free(buf);
-                return NULL;
-            }
-            buf = p;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, fp);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(fp)) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
 }
 
 /* The result column of the op table: a dtype, "same" or "given". */
@@ -105,56 +77,40 @@ int kiln_cmd_fusion(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    int hash_only = 0, table = 0, opts_done = 0;
-    const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!opts_done && strcmp(a, "--") == 0) {
-            opts_done = 1;
-        } else if (!opts_done && strcmp(a, "--hash-only") == 0) {
+    static const char cmd[] = "kiln fusion";
+    static const cli_opt opts[] = {{"--hash-only", CLI_FLAG},
+                                   {"--op-table-json", CLI_FLAG},
+                                   {NULL, CLI_FLAG}};
+    int hash_only = 0, table = 0;
+    const char *path = NULL, *v;
+    cli_args args;
+    cli_args_init(&args, cmd, opts, argc, argv);
+    int opt;
+    while ((opt = cli_next(&args, &v)) != CLI_DONE) {
+        if (opt == CLI_USAGE)
+            return 2;
+        if (opt == 0)
             hash_only = 1;
-        } else if (!opts_done && strcmp(a, "--op-table-json") == 0) {
+        else if (opt == 1)
             table = 1;
-        } else if (!opts_done && a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "kiln fusion: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        } else if (path == NULL) {
-            path = a;
-        } else {
-            fprintf(stderr, "kiln fusion: more than one FILE given ('%s')\n",
-                    a);
-            return 2;
-        }
+        else if (path == NULL)
+            path = v;
+        else
+            return cli_usage(cmd, "more than one FILE given ('%s')", v);
     }
     if (table) {
-        if (path != NULL || hash_only) {
-            fprintf(stderr, "kiln fusion: --op-table-json takes no other "
-                            "argument\n");
-            return 2;
-        }
+        if (path != NULL || hash_only)
+            return cli_usage(cmd, "--op-table-json takes no other argument");
         return op_table_json();
     }
-    if (path == NULL) {
-        fprintf(stderr, "kiln fusion: missing FILE (use - for stdin)\n");
-        usage(stderr);
-        return 2;
-    }
-    int is_stdin = strcmp(path, "-") == 0;
-    const char *shown = is_stdin ? "<stdin>" : path;
-    FILE *fp = is_stdin ? stdin : fopen(path, "rb");
-    if (fp == NULL) {
-        fprintf(stderr, "kiln fusion: %s: %s\n", path, strerror(errno));
-        return 1;
-    }
+    if (path == NULL)
+        return cli_usage(cmd, "missing FILE (use - for stdin)");
+    const char *shown = strcmp(path, "-") == 0 ? "<stdin>" : path;
     size_t len = 0;
-    char *text = slurp(fp, &len);
-    int read_errno = errno;
-    if (!is_stdin)
-        fclose(fp);
+    char err[4400];
+    char *text = cli_read_file(path, &len, err, sizeof err);
     if (text == NULL) {
-        fprintf(stderr, "kiln fusion: %s: read failed: %s\n", shown,
-                strerror(read_errno));
+        fprintf(stderr, "kiln fusion: %s\n", err);
         return 1;
     }
     kiln_fusion *f = NULL;

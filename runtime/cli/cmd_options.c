@@ -69,20 +69,6 @@ static void help(FILE *out)
         out);
 }
 
-static void json_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(out, "\\u%04x", *p);
-        else
-            fputc(*p, out);
-    }
-    fputc('"', out);
-}
-
 static void print_catalogue(FILE *out)
 {
     static const char *const sets[] = {"enable", "disable", "dump"};
@@ -91,15 +77,15 @@ static void print_catalogue(FILE *out)
     size_t n = 0;
     const kiln_option_desc *c = kiln_option_catalogue(&n);
     fprintf(out, "{\"version\":");
-    json_string(out, kiln_version(NULL, NULL, NULL));
+    cli_json_string(out, kiln_version(NULL, NULL, NULL));
     fprintf(out, ",\"options\":[");
     for (size_t i = 0; i < n; i++) {
         fprintf(out, "%s\n {\"name\":", i ? "," : "");
-        json_string(out, c[i].name);
+        cli_json_string(out, c[i].name);
         fprintf(out, ",\"set\":\"%s\",\"arg\":\"%s\",\"level\":\"%s\","
                      "\"description\":",
                 sets[c[i].set], args[c[i].arg], levels[c[i].level]);
-        json_string(out, c[i].description);
+        cli_json_string(out, c[i].description);
         fprintf(out, ",\"vocabulary\":");
         if (c[i].vocabulary == NULL)
             fprintf(out, "null");
@@ -108,7 +94,7 @@ static void print_catalogue(FILE *out)
             for (size_t w = 0; c[i].vocabulary[w] != NULL; w++) {
                 if (w)
                     fprintf(out, ",");
-                json_string(out, c[i].vocabulary[w]);
+                cli_json_string(out, c[i].vocabulary[w]);
             }
             fprintf(out, "]");
         }
@@ -128,27 +114,15 @@ typedef struct cli_item {
     const char *text;
 } cli_item;
 
-/* If argv[*i] is `--NAME VALUE` or `--NAME=VALUE`, store VALUE, advance *i
-** and return 1; return -1 when VALUE is missing; 0 when it is another
-** argument. */
-static int take_value(int argc, char **argv, int *i, const char *name,
-                      const char **value)
-{
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) != 0)
-        return 0;
-    if (a[n] == '=') {
-        *value = a + n + 1;
-        return 1;
-    }
-    if (a[n] != '\0')
-        return 0;
-    if (*i + 1 >= argc)
-        return -1;
-    *value = argv[++*i];
-    return 1;
-}
+enum { P_ENABLE, P_DISABLE, P_LEVEL, P_JSON, P_CATALOGUE };
+static const cli_opt options_opts[] = {
+    [P_ENABLE] = {"--enable", CLI_VALUE},
+    [P_DISABLE] = {"--disable", CLI_VALUE},
+    [P_LEVEL] = {"--level", CLI_VALUE},
+    [P_JSON] = {"--json", CLI_FLAG},
+    [P_CATALOGUE] = {"--catalogue-json", CLI_FLAG},
+    {NULL, CLI_FLAG},
+};
 
 int kiln_cmd_options(int argc, char **argv)
 {
@@ -164,26 +138,22 @@ int kiln_cmd_options(int argc, char **argv)
     size_t n_items = 0;
     int json = 0, catalogue = 0, level_given = 0, rc = 2;
     kiln_level level = KILN_LEVEL_ALL;
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        int r;
-        int is_enable = 0;
-        if ((r = take_value(argc, argv, &i, "--enable", &v)) != 0)
-            is_enable = 1;
-        else
-            r = take_value(argc, argv, &i, "--disable", &v);
-        if (r != 0) {
-            if (r < 0) {
-                fprintf(stderr, "kiln options: %s needs an ITEM\n", argv[i]);
-                goto usage;
-            }
-            items[n_items].set = is_enable ? KILN_SET_ENABLE : KILN_SET_DISABLE;
+    cli_args args;
+    cli_args_init(&args, "kiln options", options_opts, argc, argv);
+    const char *v;
+    int opt;
+    while ((opt = cli_next(&args, &v)) != CLI_DONE) {
+        switch (opt) {
+        case CLI_USAGE: goto usage;
+        case CLI_POSITIONAL:
+            fprintf(stderr, "kiln options: unexpected argument '%s'\n", v);
+            goto usage;
+        case P_ENABLE:
+        case P_DISABLE:
+            items[n_items].set = opt == P_ENABLE ? KILN_SET_ENABLE : KILN_SET_DISABLE;
             items[n_items++].text = v;
-        } else if ((r = take_value(argc, argv, &i, "--level", &v)) != 0) {
-            if (r < 0) {
-                fprintf(stderr, "kiln options: --level needs a LEVEL\n");
-                goto usage;
-            }
+            break;
+        case P_LEVEL:
             if (strcmp(v, "all") == 0)
                 level = KILN_LEVEL_ALL;
             else if (strcmp(v, "plan") == 0)
@@ -198,13 +168,10 @@ int kiln_cmd_options(int argc, char **argv)
                 goto usage;
             }
             level_given = 1;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--catalogue-json") == 0) {
-            catalogue = 1;
-        } else {
-            fprintf(stderr, "kiln options: unknown argument '%s'\n", argv[i]);
-            goto usage;
+            break;
+        case P_JSON: json = 1; break;
+        case P_CATALOGUE: catalogue = 1; break;
+        default: goto usage;
         }
     }
     if (json && level_given && level != KILN_LEVEL_ALL) {

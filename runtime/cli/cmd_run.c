@@ -3,11 +3,16 @@
 ** optionally several times in one context, printing the info record.
 **
 ** Input names: NAME in --input/--shape is either the input's position
-** (0, 1, ...) or the %name its `input` line has in the file (the parser
-** renumbers values, so names are looked up in the file text here).
+** (0, 1, ...) or the %name its `input` line has in the file, as the parser
+** read it (kiln_fusion_input_name): the file is never scanned a second
+** way, so a name binds to the input the parser bound it to.
+**
+** Output: nothing reaches stdout until every run has succeeded (the text
+** is collected in memory first), so a failure prints only its message.
 */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +20,7 @@
 #include "cli/cli.h"
 #include "cli/npy.h"
 #include "kiln.h"
+#include "numeric.h"
 
 #define MAX_ITEMS 64
 #define MAX_INPUTS 64
@@ -31,52 +37,32 @@ static void usage(FILE *o)
             "deterministic random data from --random SEED (floats in [-2, 2),\n"
             "integers in [-100, 100]); their shape is --shape NAME=2x3, or every\n"
             "`?` axis --size N (default 4) and every declared `1` axis 1.\n\n"
+            "  --input NAME=FILE.npy  the data of input NAME (repeatable)\n"
+            "  --random SEED  random data for the inputs without --input\n"
+            "  --shape NAME=AxB  the shape of a random input (repeatable)\n"
+            "  --size N     every `?` axis of a random input (default 4)\n"
             "  --enable/--disable ITEM  execute option elements (one item each)\n"
             "  --repeat N   run N times in one context (cache hits become visible)\n"
-            "  --out DIR    write output J to DIR/outJ.npy (else a summary line)\n"
-            "  --info       print each run's info record as one JSON line\n"
+            "  --out DIR    write output J to DIR/outJ.npy (else a summary line);\n"
+            "               DIR and missing parents are created (like mkdir -p)\n"
+            "               before anything runs\n"
+            "  --info       print the backend used (and, for auto, why), each\n"
+            "               run's info record as one JSON line, then the outputs\n"
             "  --backend B  ref, cuda, auto (default: cuda if usable, else ref),\n"
-            "               or the path of a backend plugin\n\n"
+            "               or the path of a backend plugin (a name ending in .so\n"
+            "               is a file: my_backend.so means ./my_backend.so)\n\n"
+            "Options take their value as --opt VALUE or --opt=VALUE.  A summary\n"
+            "line shows an output's dtype, shape and first 8 values (f16 and bf16\n"
+            "as numbers).  Nothing is printed on stdout unless every run succeeds.\n"
             ".npy dtypes: |b1 <i4 <i8 <f2 <f4 <f8, and <V2 for bf16 bit patterns.\n"
             "Exit status: 0 ok, 1 the run failed, 2 usage error.\n");
 }
 
-/* Names of the inputs in declaration order, from the file text. */
-static int input_names(const char *text, char names[][64], int cap)
-{
-    int n = 0;
-    const char *p = text;
-    while (*p && n < cap) {
-        const char *line = p;
-        const char *nl = strchr(p, '\n');
-        p = nl ? nl + 1 : p + strlen(p);
-        while (*line == ' ' || *line == '\t')
-            line++;
-        if (*line != '%')
-            continue;
-        const char *e = line + 1;
-        while (isalnum((unsigned char)*e) || *e == '_')
-            e++;
-        const char *q = e;
-        while (*q == ' ' || *q == '\t')
-            q++;
-        if (*q != '=')
-            continue;
-        q++;
-        while (*q == ' ' || *q == '\t')
-            q++;
-        if (strncmp(q, "input", 5) != 0 || isalnum((unsigned char)q[5]))
-            continue;
-        snprintf(names[n++], 64, "%.*s", (int)(e - line), line);
-    }
-    return n;
-}
-
 /* Position of input NAME (len bytes): digits are a position below
-** n_inputs, anything else a %name among the n_names names read from the
-** file; -1 when there is no such input. */
-static int find_input(const char *name, size_t len, char names[][64],
-                      int n_names, int n_inputs)
+** n_inputs, "%name" the input the parser gave that name; -1 when there is
+** no such input. */
+static int find_input(const kiln_fusion *f, const char *name, size_t len,
+                      int n_inputs)
 {
     if (len > 0 && isdigit((unsigned char)name[0])) {
         char *end;
@@ -85,53 +71,33 @@ static int find_input(const char *name, size_t len, char names[][64],
             return (int)v;
         return -1;
     }
-    for (int i = 0; i < n_names && i < n_inputs; i++)
-        if (strlen(names[i]) == len && strncmp(names[i], name, len) == 0)
+    if (len < 2 || name[0] != '%')
+        return -1;
+    for (int i = 0; i < n_inputs; i++) {
+        const char *nm = NULL;
+        if (kiln_fusion_input_name(f, i, &nm) == KILN_OK && nm != NULL &&
+            strlen(nm) == len - 1 && memcmp(nm, name + 1, len - 1) == 0)
             return i;
+    }
     return -1;
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL)
-        return NULL;
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    while (b != NULL) {
-        size_t got = fread(b + n, 1, cap - n - 1, fp);
-        n += got;
-        if (got == 0)
-            break;
-        if (n + 1 == cap) {
-            char *nb = realloc(b, cap * 2);
-            if (nb == NULL) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-    }
-    fclose(fp);
-    if (b != NULL) {
-        b[n] = '\0';
-        *len = n;
-    }
-    return b;
-}
-
-static void print_value(kiln_dtype t, const void *p, size_t i)
+/* Element i as a number; floats with the digits that round-trip their
+** dtype (f16 5, bf16 4, f32 9, f64 17 significant digits). */
+static void print_value(FILE *out, kiln_dtype t, const void *p, size_t i)
 {
     switch (t) {
-    case KILN_BOOL: printf("%s", ((const uint8_t *)p)[i] ? "true" : "false"); break;
-    case KILN_I32: printf("%d", ((const int32_t *)p)[i]); break;
-    case KILN_I64: printf("%lld", (long long)((const int64_t *)p)[i]); break;
+    case KILN_BOOL: fprintf(out, "%s", ((const uint8_t *)p)[i] ? "true" : "false"); break;
+    case KILN_I32: fprintf(out, "%d", ((const int32_t *)p)[i]); break;
+    case KILN_I64: fprintf(out, "%lld", (long long)((const int64_t *)p)[i]); break;
     case KILN_F16:
-    case KILN_BF16: printf("0x%04x", ((const uint16_t *)p)[i]); break;
-    case KILN_F32: printf("%.9g", (double)((const float *)p)[i]); break;
-    case KILN_F64: printf("%.17g", ((const double *)p)[i]); break;
+        fprintf(out, "%.5g", kiln__f16_to_f64(((const uint16_t *)p)[i]));
+        break;
+    case KILN_BF16:
+        fprintf(out, "%.4g", kiln__bf16_to_f64(((const uint16_t *)p)[i]));
+        break;
+    case KILN_F32: fprintf(out, "%.9g", (double)((const float *)p)[i]); break;
+    case KILN_F64: fprintf(out, "%.17g", ((const double *)p)[i]); break;
     default: break;
     }
 }
@@ -156,19 +122,39 @@ static int fail(const char *what)
     return 1;
 }
 
-static int parse_count(const char *s, long *out)
+enum {
+    R_INPUT, R_RANDOM, R_SHAPE, R_SIZE, R_ENABLE, R_DISABLE, R_REPEAT, R_OUT,
+    R_INFO, R_BACKEND
+};
+static const cli_opt run_opts[] = {
+    [R_INPUT] = {"--input", CLI_VALUE},     [R_RANDOM] = {"--random", CLI_VALUE},
+    [R_SHAPE] = {"--shape", CLI_VALUE},     [R_SIZE] = {"--size", CLI_VALUE},
+    [R_ENABLE] = {"--enable", CLI_VALUE},   [R_DISABLE] = {"--disable", CLI_VALUE},
+    [R_REPEAT] = {"--repeat", CLI_VALUE},   [R_OUT] = {"--out", CLI_VALUE},
+    [R_INFO] = {"--info", CLI_FLAG},        [R_BACKEND] = {"--backend", CLI_VALUE},
+    {NULL, CLI_FLAG},
+};
+
+/* "backend NAME", and for auto the reason cuda was not chosen. */
+static void print_backend(FILE *out, kiln_context *ctx, const char *asked)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *s == '\0' || *end != '\0' || v < 0)
-        return -1;
-    *out = v;
-    return 0;
+    const char *name = kiln_context_backend(ctx);
+    fprintf(out, "backend %s", name);
+    if (strcmp(asked, "auto") == 0) {
+        char why[512] = "";
+        if (strcmp(name, "cuda") == 0)
+            fprintf(out, " (auto: cuda is usable)");
+        else if (kiln_backend_probe("cuda", why, sizeof why) != KILN_OK)
+            fprintf(out, " (auto: cuda not usable: %s)", why);
+        else
+            fprintf(out, " (auto)");
+    }
+    fputc('\n', out);
 }
 
 int kiln_cmd_run(int argc, char **argv)
 {
+    static const char cmd[] = "kiln run";
     if (kiln_cli_wants_help(argc, argv)) {
         usage(stdout);
         return 0;
@@ -180,74 +166,75 @@ int kiln_cmd_run(int argc, char **argv)
     int n_in_spec = 0, n_shape_spec = 0, info_json = 0, have_seed = 0;
     long repeat = 1, size = 4;
     uint64_t seed = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = strcmp(a, "--input") == 0 || strcmp(a, "--random") == 0 ||
-                    strcmp(a, "--enable") == 0 || strcmp(a, "--disable") == 0 ||
-                    strcmp(a, "--repeat") == 0 || strcmp(a, "--out") == 0 ||
-                    strcmp(a, "--backend") == 0 || strcmp(a, "--shape") == 0 ||
-                    strcmp(a, "--size") == 0;
-        if (takes && v == NULL) {
-            fprintf(stderr, "kiln run: %s needs a value\n", a);
-            return 2;
-        }
-        if (strcmp(a, "--info") == 0) {
-            info_json = 1;
-        } else if (strcmp(a, "--input") == 0 && n_in_spec < MAX_INPUTS) {
-            in_spec[n_in_spec++] = v, i++;
-        } else if (strcmp(a, "--shape") == 0 && n_shape_spec < MAX_INPUTS) {
-            shape_spec[n_shape_spec++] = v, i++;
-        } else if (strcmp(a, "--enable") == 0 && n_en < MAX_ITEMS) {
-            enable[n_en++] = v, i++;
-        } else if (strcmp(a, "--disable") == 0 && n_dis < MAX_ITEMS) {
-            disable[n_dis++] = v, i++;
-        } else if (strcmp(a, "--random") == 0) {
+    cli_args args;
+    cli_args_init(&args, cmd, run_opts, argc, argv);
+    const char *val;
+    int opt;
+    while ((opt = cli_next(&args, &val)) != CLI_DONE) {
+        int full = 0;
+        switch (opt) {
+        case CLI_USAGE: return 2;
+        case CLI_POSITIONAL:
+            if (path != NULL)
+                return cli_usage(cmd, "more than one fusion file ('%s')", val);
+            path = val;
+            break;
+        case R_INFO: info_json = 1; break;
+        case R_INPUT:
+            if (!(full = n_in_spec == MAX_INPUTS))
+                in_spec[n_in_spec++] = val;
+            break;
+        case R_SHAPE:
+            if (!(full = n_shape_spec == MAX_INPUTS))
+                shape_spec[n_shape_spec++] = val;
+            break;
+        case R_ENABLE:
+            if (!(full = n_en == MAX_ITEMS))
+                enable[n_en++] = val;
+            break;
+        case R_DISABLE:
+            if (!(full = n_dis == MAX_ITEMS))
+                disable[n_dis++] = val;
+            break;
+        case R_RANDOM: {
             char *end;
             errno = 0;
-            seed = strtoull(v, &end, 10);
-            if (errno || *v == '\0' || *end != '\0' || *v == '-') {
-                fprintf(stderr, "kiln run: --random needs a non-negative integer seed, not '%s'\n", v);
-                return 2;
-            }
-            have_seed = 1, i++;
-        } else if (strcmp(a, "--repeat") == 0 || strcmp(a, "--size") == 0) {
-            long n;
-            if (parse_count(v, &n) != 0 || (a[2] == 'r' && n < 1)) {
-                fprintf(stderr, "kiln run: %s needs a %s integer, not '%s'\n",
-                        a, a[2] == 'r' ? "positive" : "non-negative", v);
-                return 2;
-            }
-            if (a[2] == 'r')
-                repeat = n;
-            else
-                size = n;
-            i++;
-        } else if (strcmp(a, "--out") == 0) {
-            out_dir = v, i++;
-        } else if (strcmp(a, "--backend") == 0) {
-            backend = v, i++;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "kiln run: unknown or repeated-too-often option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        } else if (path == NULL) {
-            path = a;
-        } else {
-            fprintf(stderr, "kiln run: more than one fusion file ('%s')\n", a);
-            return 2;
+            seed = strtoull(val, &end, 10);
+            if (errno || !isdigit((unsigned char)*val) || *end != '\0')
+                return cli_usage(cmd, "--random needs a non-negative integer "
+                                 "seed, not '%s'", val);
+            have_seed = 1;
+            break;
         }
+        case R_REPEAT:
+            if (cli_long(cmd, "--repeat", val, 1, LONG_MAX, &repeat) != 0)
+                return 2;
+            break;
+        case R_SIZE:
+            if (cli_long(cmd, "--size", val, 0, LONG_MAX, &size) != 0)
+                return 2;
+            break;
+        case R_OUT: out_dir = val; break;
+        case R_BACKEND: backend = val; break;
+        default: return 2;
+        }
+        if (full)
+            return cli_usage(cmd, "at most %d %s options", MAX_ITEMS,
+                             run_opts[opt].name);
     }
-    if (path == NULL) {
-        fprintf(stderr, "kiln run: no fusion file given\n");
-        usage(stderr);
-        return 2;
+    if (path == NULL)
+        return cli_usage(cmd, "no fusion file given");
+    if (out_dir != NULL) { /* before anything runs: mkdir -p, writable */
+        char err[4400];
+        if (cli_make_dir(out_dir, err, sizeof err) != 0)
+            return cli_usage(cmd, "--out %s", err);
     }
 
     size_t text_len = 0;
-    char *text = read_file(path, &text_len);
+    char rerr[4400];
+    char *text = cli_read_file(path, &text_len, rerr, sizeof rerr);
     if (text == NULL) {
-        fprintf(stderr, "kiln run: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "kiln run: %s\n", rerr);
         return 1;
     }
     int rc = 1;
@@ -258,7 +245,14 @@ int kiln_cmd_run(int argc, char **argv)
     kiln_tensor **outs = NULL;
     void **host_out = NULL;
     int n_inputs = 0, n_outputs = 0;
-    static char names[MAX_INPUTS][64];
+    char *res_text = NULL; /* stdout, held back until the end */
+    size_t res_len = 0;
+    FILE *res = open_memstream(&res_text, &res_len);
+    if (res == NULL) {
+        fprintf(stderr, "kiln run: out of memory\n");
+        free(text);
+        return 1;
+    }
 
     if (kiln_fusion_parse(text, text_len, &f) != KILN_OK) {
         fprintf(stderr, "kiln run: %s:%s\n", path, kiln_last_error());
@@ -270,7 +264,6 @@ int kiln_cmd_run(int argc, char **argv)
         fprintf(stderr, "kiln run: at most %d inputs are supported\n", MAX_INPUTS);
         goto done;
     }
-    int n_names = input_names(text, names, MAX_INPUTS);
 
     kiln_context_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -289,8 +282,7 @@ int kiln_cmd_run(int argc, char **argv)
         int is_in = k < n_in_spec;
         const char *s = is_in ? in_spec[k] : shape_spec[k - n_in_spec];
         const char *eq = strchr(s, '=');
-        int idx = eq ? find_input(s, (size_t)(eq - s), names, n_names, n_inputs)
-                     : -1;
+        int idx = eq ? find_input(f, s, (size_t)(eq - s), n_inputs) : -1;
         if (idx < 0) {
             fprintf(stderr,
                     "kiln run: %s '%s': expected NAME=%s with NAME an input "
@@ -363,9 +355,11 @@ int kiln_cmd_run(int argc, char **argv)
             }
             kiln_npy_random(dt, n, &state, a.data);
         } else {
-            fprintf(stderr, "kiln run: input %d (%s) has no --input file and "
+            const char *nm = NULL;
+            kiln_fusion_input_name(f, i, &nm);
+            fprintf(stderr, "kiln run: input %d (%%%s) has no --input file and "
                             "no --random SEED was given\n",
-                    i, i < n_names ? names[i] : "?");
+                    i, nm ? nm : "?");
             rc = 2;
             goto done;
         }
@@ -388,6 +382,8 @@ int kiln_cmd_run(int argc, char **argv)
         goto done;
     }
     kiln_exec_options eo = {sizeof eo, enable, n_en, disable, n_dis};
+    if (info_json)
+        print_backend(res, ctx, backend);
     for (long r = 0; r < repeat; r++) {
         for (int j = 0; j < n_outputs; j++) {
             kiln_tensor_destroy(outs[j]);
@@ -403,7 +399,7 @@ int kiln_cmd_run(int argc, char **argv)
         if (info_json) {
             char *js = NULL;
             if (kiln_exec_info_json(info, &js) == KILN_OK)
-                printf("%s\n", js);
+                fprintf(res, "%s\n", js);
             kiln_free(js);
         }
     }
@@ -427,20 +423,26 @@ int kiln_cmd_run(int argc, char **argv)
                 fprintf(stderr, "kiln run: %s\n", err);
                 goto done;
             }
-        } else if (!info_json) {
-            printf("output %d: %s [", j, kiln_dtype_name(kiln_tensor_dtype(t)));
+        } else {
+            fprintf(res, "output %d: %s [", j, kiln_dtype_name(kiln_tensor_dtype(t)));
             for (int d = 0; d < kiln_tensor_rank(t); d++)
-                printf("%s%lld", d ? ", " : "", (long long)kiln_tensor_sizes(t)[d]);
-            printf("]:");
+                fprintf(res, "%s%lld", d ? ", " : "",
+                        (long long)kiln_tensor_sizes(t)[d]);
+            fprintf(res, "]:");
             int64_t n = kiln_tensor_numel(t);
             for (int64_t q = 0; q < n && q < 8; q++) {
-                printf(" ");
-                print_value(kiln_tensor_dtype(t), host_out[j], (size_t)q);
+                fputc(' ', res);
+                print_value(res, kiln_tensor_dtype(t), host_out[j], (size_t)q);
             }
-            printf("%s\n", n > 8 ? " ..." : "");
+            fprintf(res, "%s\n", n > 8 ? " ..." : "");
         }
     }
-    rc = 0;
+    if (fflush(res) != 0 || ferror(res)) {
+        fprintf(stderr, "kiln run: out of memory\n");
+        goto done;
+    }
+    rc = fwrite(res_text, 1, res_len, stdout) == res_len && fflush(stdout) == 0
+             ? 0 : 1;
 done:
     for (int j = 0; outs != NULL && j < n_outputs; j++)
         kiln_tensor_destroy(outs[j]);
@@ -454,5 +456,7 @@ done:
     kiln_context_destroy(ctx);
     kiln_fusion_destroy(f);
     free(text);
+    fclose(res);
+    free(res_text);
     return rc;
 }

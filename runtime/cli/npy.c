@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "cli/npy.h"
 
 static const struct {
@@ -221,11 +222,10 @@ int kiln_npy_write(const char *path, kiln_dtype dtype, int rank,
     /* pad with spaces so that the data starts at a multiple of 64 */
     size_t total = 10 + (size_t)len + 1;
     size_t pad = (64 - total % 64) % 64;
-    FILE *fp = fopen(path, "wb");
-    if (fp == NULL) {
-        snprintf(err, cap, "%s: %s", path, strerror(errno));
+    cli_out out; /* a temporary file, renamed over path at the end */
+    if (cli_out_open(&out, path, err, cap) != 0)
         return -1;
-    }
+    FILE *fp = out.fp;
     size_t hlen = (size_t)len + pad + 1;
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                              (unsigned char)(hlen & 0xff),
@@ -237,13 +237,12 @@ int kiln_npy_write(const char *path, kiln_dtype dtype, int rank,
     ok = ok && fputc('\n', fp) != EOF;
     size_t nbytes = (size_t)n * kiln_dtype_size(dtype);
     ok = ok && fwrite(data, 1, nbytes, fp) == nbytes;
-    if (fclose(fp) != 0)
-        ok = 0;
     if (!ok) {
         snprintf(err, cap, "%s: write failed: %s", path, strerror(errno));
+        cli_out_abort(&out);
         return -1;
     }
-    return 0;
+    return cli_out_commit(&out, path, err, cap);
 }
 
 /* ------------------------------------------------------------- random */

@@ -472,6 +472,17 @@ KILN_API kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
                                   const kiln_exec_options *opts,
                                   kiln_exec_info *info);
 
+/* ------------------------------------------------------ fusion input names */
+
+/* The name input i had in the .kf text the fusion was parsed from: the
+** %name of its `input` line without the '%' ("a" for `%a = input ...`),
+** exactly as kiln_fusion_parse read it.  *name is NULL for a fusion built
+** through the builder API.  The string lives as long as the fusion.
+** KILN_ERR_INVALID_ARGUMENT for a NULL argument or i out of range (*name
+** untouched). */
+KILN_API kiln_status kiln_fusion_input_name(const kiln_fusion *f, int i,
+                                            const char **name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -112,3 +112,26 @@ dump('badtest/numerics.json', 'numerics', {}, [{"type": "Numerics", "comment": "
  T(3, "unknown check kind", fusion=kf_neg1, options={}, inputs=[ten("f32", [1], [f32(1)])],
    outputs=[ten("f32", [1], [f32(-1)], check={"kind": "roughly"})])]}])
 open('corrupt/numerics.json', 'w').write('{"suite": "kiln-conformance",\n "testGroups": [\n')
+# ---- hostile strings: markup, TAP directives and line breaks, table cells,
+# control characters, a noncharacter, and a category long enough that the
+# test id ("<category>/<tcId>", 95 bytes at most) ends inside a UTF-8
+# character.  tests/cli/test_cli.py checks the reports made from them.
+import os
+os.makedirs('hostile', exist_ok=True)
+EVIL = ('</testcase><evil a="1"/> & "q" \'a\' | cell | \n ok 999 - forged # SKIP '
+        '\r\nnot ok 1000 - forged # TODO \\ \x01\x1b[31m\x7f\x85\ufffe ]]> <script>x</script> '
+        '[link](http://x) *em* `code` ~~s~~')
+dump('hostile/numerics.json', 'numerics', {"Evil": "flag note " + EVIL}, [
+ {"type": "Numerics", "comment": "group " + EVIL, "tests": [
+  T(1, "passes: " + EVIL, fusion=kf_neg1, options={"enable": [], "disable": []},
+    inputs=[ten("f32", [1], [f32(1)])], outputs=[ten("f32", [1], [f32(-1)], check=EX)]),
+  T(2, "fails on its data: " + EVIL, flags=["Evil"], fusion=kf_neg1, options={},
+    inputs=[ten("f32", [1], ['0x<evil/>|\nok 998 - forged # SKIP'])],
+    outputs=[ten("f32", [1], [f32(-1)], check=EX)]),
+  T(3, "fails on its check: " + EVIL, fusion=kf_neg1, options={},
+    inputs=[ten("f32", [1], [f32(1)])],
+    outputs=[ten("f32", [1], [f32(-1)], check={"kind": "<evil/>\n# | " + EVIL})]),
+ ]}])
+HOSTILE_CAT = 'x"/><evil/>|\nok 997 - forged # SKIP \x01\x02' + '\u00e9' * 60
+dump('hostile/other.json', HOSTILE_CAT, {}, [{"type": "Other", "comment": EVIL, "tests": [
+  T(1, "unknown category: " + EVIL), T(2, "second " + EVIL)]}])

@@ -661,7 +661,7 @@ START_TEST(cli_usage_errors)
          "no category 'nope' in " FIX "basic; present: options.parse "
          "cache.isolation numerics differential"},
         {"--bogus", "unknown option '--bogus'"},
-        {"stray", "unknown argument 'stray'"},
+        {"stray", "unexpected argument 'stray'"},
         {"--shard", "option '--shard' needs a value"},
         {"--timeout 0", "--timeout needs seconds > 0"},
     };

@@ -441,6 +441,53 @@ START_TEST(long_names_and_many_values)
 }
 END_TEST
 
+/* kiln_fusion_input_name returns the names the parser bound, so two texts
+** that differ only in where a '\r' sits (whitespace to the lexer) name
+** their inputs identically, whatever order the inputs are declared in. */
+START_TEST(input_names)
+{
+    static const char *const texts[] = {
+        "kiln.fusion 1\n%b = input f32 [?]\n%a = input f32 [?]\n"
+        "%c = sub %a %b\noutput %c\n",
+        "kiln.fusion 1\r\n\r%b\r= input f32 [?]\r\n%a\t=\rinput f32 [?]\r\n"
+        "%c = sub %a %b\r\noutput %c\r\n",
+    };
+    uint64_t h[2];
+    for (int k = 0; k < 2; k++) {
+        kiln_fusion *f = parse_ok(texts[k]);
+        const char *nm = "unset";
+        ck_assert_int_eq(kiln_fusion_input_name(f, 0, &nm), KILN_OK);
+        ck_assert_str_eq(nm, "b");
+        ck_assert_int_eq(kiln_fusion_input_name(f, 1, &nm), KILN_OK);
+        ck_assert_str_eq(nm, "a");
+        nm = "unset";
+        ck_assert_int_eq(kiln_fusion_input_name(f, 2, &nm),
+                         KILN_ERR_INVALID_ARGUMENT);
+        ck_assert_int_eq(kiln_fusion_input_name(f, -1, &nm),
+                         KILN_ERR_INVALID_ARGUMENT);
+        ck_assert_str_eq(nm, "unset"); /* untouched on failure */
+        ck_assert_int_eq(kiln_fusion_input_name(f, 0, NULL),
+                         KILN_ERR_INVALID_ARGUMENT);
+        ck_assert_int_eq(kiln_fusion_input_name(NULL, 0, &nm),
+                         KILN_ERR_INVALID_ARGUMENT);
+        ck_assert_int_eq(kiln_fusion_hash(f, &h[k]), KILN_OK);
+        kiln_fusion_destroy(f);
+    }
+    ck_assert_uint_eq(h[0], h[1]);
+    /* a fusion from the builder has no names */
+    kiln_fusion *g = NULL;
+    kiln_value v;
+    ck_assert_int_eq(kiln_fusion_create(&g), KILN_OK);
+    ck_assert_int_eq(kiln_fusion_input(g, KILN_F32, 1, NULL, &v), KILN_OK);
+    ck_assert_int_eq(kiln_fusion_output(g, v), KILN_OK);
+    ck_assert_int_eq(kiln_fusion_finalize(g), KILN_OK);
+    const char *nm = "unset";
+    ck_assert_int_eq(kiln_fusion_input_name(g, 0, &nm), KILN_OK);
+    ck_assert_ptr_null(nm);
+    kiln_fusion_destroy(g);
+}
+END_TEST
+
 START_TEST(builder_fusions_survive_text)
 {
     /* a fusion built with the API prints, parses back equal, same hash */
@@ -745,6 +792,7 @@ Suite *fusion_text_suite(void)
     tcase_add_test(tc, parse_errors);
     tcase_add_test(tc, long_names_and_many_values);
     tcase_add_test(tc, builder_fusions_survive_text);
+    tcase_add_test(tc, input_names);
     tcase_add_test(tc, cli_fusion);
     suite_add_tcase(s, tc);
     tc = tcase_create("robustness");

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exec_util.h"
 
@@ -104,6 +105,40 @@ START_TEST(unloadable_paths)
                      KILN_ERR_BACKEND_UNAVAILABLE);
     ck_assert_ptr_nonnull(strstr(kiln_last_error(), "/nonexistent/libkiln_nothing.so"));
     ck_assert_int_eq(try_create("not-a-backend", &ctx), KILN_ERR_BACKEND_UNAVAILABLE);
+}
+END_TEST
+
+/* A name ending in ".so" without a '/' is a file in the current directory
+** (docs/backends.md, "Loading a plugin"): dlopen alone would search the
+** library path and miss it. */
+START_TEST(so_name_in_current_directory)
+{
+    const char *path = plugin_path();
+    if (path == NULL)
+        return;
+    char dir[] = "/tmp/kiln-plugin-XXXXXX", cwd[4096], copy[4200], cmd[8800];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    snprintf(copy, sizeof copy, "%s/my_backend.so", dir);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", path, copy);
+    ck_assert_int_eq(system(cmd), 0);
+    kiln_context *ctx;
+    /* elsewhere the name does not resolve, and the message says where it
+    ** was looked for */
+    ck_assert_int_eq(try_create("my_backend.so", &ctx),
+                     KILN_ERR_BACKEND_UNAVAILABLE);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "./my_backend.so"));
+    ck_assert_int_eq(chdir(dir), 0);
+    char why[256];
+    kiln_status probe = kiln_backend_probe("my_backend.so", why, sizeof why);
+    kiln_status made = try_create("my_backend.so", &ctx);
+    ck_assert_int_eq(chdir(cwd), 0);
+    unlink(copy);
+    rmdir(dir);
+    ck_assert_msg(probe == KILN_OK, "probe: %s", why);
+    ck_assert_int_eq(made, KILN_OK);
+    ck_assert_str_eq(kiln_context_backend(ctx), "test-plugin");
+    kiln_context_destroy(ctx);
 }
 END_TEST
 
@@ -229,6 +264,7 @@ Suite *plugin_suite(void)
     tcase_add_test(tc, missing_entry_symbol);
     tcase_add_test(tc, abi_version_mismatch);
     tcase_add_test(tc, unloadable_paths);
+    tcase_add_test(tc, so_name_in_current_directory);
     tcase_add_test(tc, reference_fallback_at_compile);
     tcase_add_test(tc, reference_fallback_at_launch);
     suite_add_tcase(s, tc);
