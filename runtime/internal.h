@@ -17,6 +17,7 @@
 
 #include "kiln.h"
 #include "backend.h"
+#include "ckd.h"
 
 /* ----------------------------------------------------------------- errors */
 
