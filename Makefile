@@ -94,10 +94,12 @@ $(BUILD)/gen/suites.inc: $(UNIT_SRC)
 $(BUILD)/obj/tests/unit/main.o: $(BUILD)/gen/suites.inc
 $(BUILD)/obj/tests/unit/%.o: CFLAGS += -I$(BUILD)/gen -Itests/unit
 
-# The conformance runner's loader and checkers are unit-tested directly
-# (tests/unit/test_conform_check.c), so their objects join the unit binary.
+# The conformance runner's loader and checkers (tests/unit/
+# test_conform_check.c) and the .npy reader (test_npy.c) are unit-tested
+# directly, so their objects join the unit binary.
 UNIT_CONF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,conformance/vectors.c \
-                   conformance/check_numeric.c conformance/differential.c)
+                   conformance/check_numeric.c conformance/differential.c \
+                   runtime/cli/npy.c)
 $(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a $(BUILD)/plugins/libkiln_test_plugin.so
 	$(CC) -o $@ $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a $(LDFLAGS) $(STATIC_DEPS) $(SYSLIBS)
 
