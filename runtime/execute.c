@@ -394,7 +394,8 @@ static kiln_status stage_view(kiln_context *ctx, kiln_ir_tensor *t,
                                          1, err, sizeof err);
         if (s != KILN_OK) {
             kiln__free(*host);
-            return kiln__err(s, "execute: device-to-host copy: %s", err);
+            return kiln__err(s, "execute: device-to-host copy: %s",
+                             kiln__be_str(err, sizeof err));
         }
     }
     return KILN_OK;
@@ -432,7 +433,8 @@ static kiln_status run_on_ref(kiln_context *ctx, void *ref_handle,
     }
     s = ctx->ref->launch(ctx->ref_state, ref_handle, L, err, sizeof err);
     if (s != KILN_OK) {
-        s = kiln__err(s, "reference backend: %s", err[0] ? err : kiln_strerror(s));
+        s = kiln__err(s, "reference backend: %s",
+                      err[0] ? kiln__be_str(err, sizeof err) : kiln_strerror(s));
         goto done;
     }
     if (device) {
@@ -442,7 +444,8 @@ static kiln_status run_on_ref(kiln_context *ctx, void *ref_handle,
             s = ctx->be.mem_copy(ctx->be_state, orig[k], host[k], bytes[k], 0,
                                  err, sizeof err);
             if (s != KILN_OK) {
-                s = kiln__err(s, "execute: host-to-device copy: %s", err);
+                s = kiln__err(s, "execute: host-to-device copy: %s",
+                              kiln__be_str(err, sizeof err));
                 goto done;
             }
         }
@@ -476,7 +479,8 @@ static kiln_status ref_once(kiln_context *ctx, const kiln__pseg *s,
     kiln_status st = ctx->ref->compile(ctx->ref_state, &seg, &v->ko, &ko, err,
                                        sizeof err);
     if (st != KILN_OK)
-        return kiln__err(st, "reference backend: %s", err[0] ? err : kiln_strerror(st));
+        return kiln__err(st, "reference backend: %s",
+                         err[0] ? kiln__be_str(err, sizeof err) : kiln_strerror(st));
     st = run_on_ref(ctx, ko.handle, L, in, out);
     if (ctx->ref->release != NULL)
         ctx->ref->release(ctx->ref_state, ko.handle);
@@ -1063,7 +1067,8 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
                                    &c.inter_raw, err, sizeof err);
             if (st != KILN_OK) {
                 c.inter_raw = NULL;
-                st = kiln__err(st, "execute: intermediate allocation: %s", err);
+                st = kiln__err(st, "execute: intermediate allocation: %s",
+                               kiln__be_str(err, sizeof err));
                 goto fail;
             }
             c.inter_mem = c.inter_raw; /* device allocations are aligned */
@@ -1150,6 +1155,7 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
             char err[1024];
     err[0] = '\0';
             st = ctx->be.launch(ctx->be_state, k->out.handle, &L, err, sizeof err);
+            kiln__be_str(err, sizeof err);
             if (st == KILN_ERR_UNSUPPORTED && ctx->ref != NULL &&
                 ctx->ref_state != ctx->be_state) {
                 if (no_fallback)

@@ -181,6 +181,18 @@ void kiln_free(void *p) { kiln__free(p); }
 
 /* ---------------------------------------------------------------- helpers */
 
+char *kiln__be_str(char *buf, size_t cap)
+{
+    if (cap > 0)
+        buf[cap - 1] = '\0';
+    return buf;
+}
+
+int kiln__be_terminated(const char *buf, size_t cap)
+{
+    return memchr(buf, '\0', cap) != NULL;
+}
+
 uint64_t kiln__fnv1a(const void *data, size_t n, uint64_t h)
 {
     const unsigned char *p = data;

@@ -105,7 +105,7 @@ kiln_status kiln_tensor_create(kiln_context *ctx, kiln_dtype dtype, int rank,
                 kiln__free(t);
                 return kiln__err(s, "kiln_tensor_create: device allocation of "
                                     "%lld bytes failed: %s",
-                                 (long long)bytes, err);
+                                 (long long)bytes, kiln__be_str(err, sizeof err));
             }
         }
         t->owned = 1;
@@ -247,7 +247,7 @@ static kiln_status xfer(kiln_context *ctx, const kiln_tensor *t, void *host,
                   : ctx->be.mem_copy(ctx->be_state, host, t->data, nbytes, 1,
                                      err, sizeof err);
     if (s != KILN_OK)
-        return kiln__err(s, "%s: %s", what, err);
+        return kiln__err(s, "%s: %s", what, kiln__be_str(err, sizeof err));
     kiln__err_clear();
     return KILN_OK;
 }
