@@ -215,7 +215,26 @@ START_TEST(check_json_errors)
         const char *json, *needle;
     } bad[] = {
         {"{\"kind\":\"close\"}", "unknown check kind 'close'"},
-        {"{\"kind\":\"ulp\"}", "needs 'max'"},
+        {"{\"kind\":\"ulp\"}", "needs exactly one of 'max' and "
+                                "'maxPerElement'"},
+        /* a malformed max is an error, not a reason to use the other */
+        {"{\"kind\":\"ulp\",\"max\":\"2\",\"maxPerElement\":[1,1]}",
+         "needs exactly one of"},
+        {"{\"kind\":\"ulp\",\"max\":-1}", "'max' must be an integer >= 0"},
+        {"{\"kind\":\"ulp\",\"max\":1.5}", "'max' must be an integer >= 0"},
+        {"{\"kind\":\"ulp\",\"maxPerElement\":3}",
+         "'maxPerElement' must be a list"},
+        /* alternatives keys are canonical decimal indices */
+        {"{\"kind\":\"exact\",\"alternatives\":{\"-0\":[\"0x0\"]}}",
+         "alternatives key '-0' is not an element index"},
+        {"{\"kind\":\"exact\",\"alternatives\":{\"01\":[\"0x0\"]}}",
+         "alternatives key '01'"},
+        {"{\"kind\":\"exact\",\"alternatives\":{\"+1\":[\"0x0\"]}}",
+         "alternatives key '+1'"},
+        {"{\"kind\":\"exact\",\"alternatives\":{\" 1\":[\"0x0\"]}}",
+         "alternatives key ' 1'"},
+        {"{\"kind\":\"exact\",\"alternatives\":{\"\":[\"0x0\"]}}",
+         "alternatives key ''"},
         {"{\"kind\":\"ulp\",\"maxPerElement\":[1]}", "1 entries for 2 elements"},
         {"{\"kind\":\"abs\",\"bounds\":[\"0x1\",\"zz\"]}", "bounds[1]"},
         {"{\"kind\":\"exact\",\"alternatives\":{\"7\":[\"0x0\"]}}",
@@ -626,11 +645,12 @@ START_TEST(cli_bad_vectors)
     if (rc == -1)
         return;
     ck_assert_msg(rc == 1, "rc %d: %s", rc, out);
-    ck_assert_msg(strstr(out, "FAIL numerics/2 (bad hex in an input): vector: "
-                              "inputs[0].data[0]: '0x3f80000g': bad hex digit "
-                              "'g'"), "%s", out);
-    ck_assert_msg(strstr(out, "FAIL numerics/3 (unknown check kind): vector: "
-                              "outputs[0].check: unknown check kind 'roughly'"),
+    ck_assert_msg(strstr(out, "FAIL numerics/2 (bad hex in an input): invalid "
+                              "vector: inputs[0].data[0]: '0x3f80000g': bad "
+                              "hex digit 'g'"), "%s", out);
+    ck_assert_msg(strstr(out, "FAIL numerics/3 (unknown check kind): invalid "
+                              "vector: outputs[0].check.kind: 'roughly' is not "
+                              "exact, ulp or abs"),
                   "%s", out);
     ck_assert_msg(strstr(out, "Checks: 3, Failures: 2, Errors: 0"), "%s", out);
     rc = conform("--vectors " FIX "corrupt", out, sizeof out);
