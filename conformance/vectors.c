@@ -191,6 +191,24 @@ static int pack(cf_file *f)
     return rc;
 }
 
+/* "1.MINOR.PATCH" with decimal parts: the versions this runner reads. */
+static int semver_1(const char *v)
+{
+    if (strncmp(v, "1.", 2) != 0)
+        return 0;
+    v += 2;
+    for (int part = 0; part < 2; part++) {
+        if (!isdigit((unsigned char)*v))
+            return 0;
+        while (isdigit((unsigned char)*v))
+            v++;
+        if (*v != (part == 0 ? '.' : '\0'))
+            return 0;
+        v++;
+    }
+    return 1;
+}
+
 int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
 {
     char e[CF_MSG];
@@ -217,9 +235,9 @@ int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
              suite);
         goto bad;
     }
-    if (strncmp(version, "1.", 2) != 0) {
+    if (!semver_1(version)) {
         cf_fail(e, sizeof e,
-             "suiteVersion '%s' is not supported (this runner reads 1.x)",
+             "suiteVersion '%.40s' is not supported (this runner reads 1.x.y)",
              version);
         goto bad;
     }
@@ -228,6 +246,14 @@ int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
         cf_fail(e, sizeof e, "'notes' must be an object (flag -> definition)");
         goto bad;
     }
+    const char *flag;
+    json_t *def;
+    json_object_foreach((json_t *)notes, flag, def)
+        if (!json_is_string(def)) {
+            cf_fail(e, sizeof e, "notes.%.40s: must be a string (the flag's "
+                 "definition)", flag);
+            goto bad;
+        }
     groups = json_object_get(root, "testGroups");
     if (!json_is_array(groups)) {
         cf_fail(e, sizeof e, "'testGroups' must be a list");
@@ -688,8 +714,10 @@ static int v_strings(vstate *v, const json_t *obj, const char *where,
 {
     const json_t *l;
     char f[256];
-    if (v_typed(v, obj, where, key, required, JSON_ARRAY, &l) || l == NULL)
-        return l == NULL && required;
+    if (v_typed(v, obj, where, key, required, JSON_ARRAY, &l))
+        return 1;
+    if (l == NULL)
+        return 0;
     field(f, sizeof f, where, key);
     for (size_t i = 0; i < json_array_size(l); i++)
         if (!json_is_string(json_array_get(l, i)))
@@ -705,7 +733,9 @@ static int v_options(vstate *v, const json_t *obj, const char *where,
     static const char *const keys[] = {"enable", "disable", NULL};
     const json_t *o;
     char f[256];
-    if (v_typed(v, obj, where, key, 0, JSON_OBJECT, &o) || o == NULL)
+    if (v_typed(v, obj, where, key, 0, JSON_OBJECT, &o))
+        return 1;
+    if (o == NULL)
         return 0;
     field(f, sizeof f, where, key);
     return v_keys(v, o, f, keys) || v_strings(v, o, f, "enable", 0) ||
@@ -837,8 +867,10 @@ static int v_tensors(vstate *v, const json_t *obj, const char *where,
 {
     const json_t *l;
     char f[256], w[300];
-    if (v_typed(v, obj, where, key, required, JSON_ARRAY, &l) || l == NULL)
-        return l == NULL && required;
+    if (v_typed(v, obj, where, key, required, JSON_ARRAY, &l))
+        return 1;
+    if (l == NULL)
+        return 0;
     field(f, sizeof f, where, key);
     for (size_t i = 0; i < json_array_size(l); i++) {
         if (snprintf(w, sizeof w, "%s[%zu]", f, i) < 0)
