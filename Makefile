@@ -54,6 +54,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all lib cli unit test test-unit test-asan test-tsan deps install fuzz-kf \
+        fuzz-npy fuzz-vectors \
         uninstall clean help fuzz coverage conform bench gpu-bundle \
         docs-check testgen testgen-check mutants nvrtc-check valgrind examples
 
@@ -219,6 +220,32 @@ fuzz-kf:
 	cp -n tests/fuzz/kf_corpus/* build/fuzz/kf_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_fusion_text -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/kf_corpus
 
+# libFuzzer on the .npy reader of `kiln run` (FUZZ_SECONDS=60).
+fuzz-npy:
+	@mkdir -p build/fuzz/npy_corpus
+	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
+	  tests/fuzz/fuzz_npy.c runtime/cli/npy.c runtime/status.c \
+	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_npy
+	cp -n tests/fuzz/npy_corpus/* build/fuzz/npy_corpus/ 2>/dev/null || true
+	build/fuzz/fuzz_npy -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/npy_corpus
+
+# libFuzzer on the conformance runner's input: vector-file loading and the
+# per-test field validation, without a backend (FUZZ_SECONDS=60).  The
+# element budget is built at 2^16 so that runs explore the checks instead
+# of filling memory (tests/fuzz/fuzz_vectors.c says why).
+fuzz-vectors:
+	@mkdir -p build/fuzz/vectors_corpus
+	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
+	  '-DCF_BUDGET_ELEMENTS=((int64_t)1 << 16)' \
+	  tests/fuzz/fuzz_vectors.c conformance/vectors.c conformance/check_numeric.c \
+	  conformance/differential.c runtime/status.c $(LIBDIR_SYS)/libjansson.a \
+	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_vectors
+	cp -n tests/fuzz/vectors_corpus/* build/fuzz/vectors_corpus/ 2>/dev/null || true
+	build/fuzz/fuzz_vectors -max_total_time=$${FUZZ_SECONDS:-60} \
+	  -dict=tests/fuzz/vectors.dict build/fuzz/vectors_corpus
+
 coverage:
 	$(MAKE) -j$(JOBS) BUILD=build/cov SAN=cov all unit
 	lcov --zerocounters --directory build/cov >/dev/null
@@ -273,6 +300,8 @@ help:
 	@echo "make testgen    regenerate conformance/vectors"
 	@echo "make fuzz       libFuzzer on the option parser (FUZZ_SECONDS=60)"
 	@echo "make fuzz-kf    libFuzzer on the .kf parser/printer round trip"
+	@echo "make fuzz-npy   libFuzzer on the .npy reader of kiln run"
+	@echo "make fuzz-vectors libFuzzer on vector-file loading and validation"
 	@echo "make coverage   gcov/lcov HTML report in build/coverage-html"
 	@echo "make bench      benchmarks (kiln bench all)"
 	@echo "make gpu-bundle binaries for the GPU machine under carry/"

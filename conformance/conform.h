@@ -68,6 +68,9 @@ int cf_fail(char *err, size_t cap, const char *fmt, ...)
 ** "PATH: where: what" in err, and *out is untouched.  Free with
 ** cf_file_free (accepts a zeroed struct). */
 int cf_file_load(const char *path, cf_file *out, char *err, size_t cap);
+/* The same from len bytes in memory; `name` stands for the path. */
+int cf_file_load_buffer(const char *buf, size_t len, const char *name,
+                        cf_file *out, char *err, size_t cap);
 void cf_file_free(cf_file *f);
 
 /* Parse a hex bit pattern ("0x3f800000") of dtype dt into *bits.  The
@@ -116,7 +119,9 @@ void cf_tensor_gather(const cf_tensor *t, void *dst);
 **     count, plus M*N*K per matmul); each execute gets an equal share.
 ** Both are enforced before anything of that size is allocated or run; a
 ** test over either is an `invalid vector` failure. */
+#ifndef CF_BUDGET_ELEMENTS /* -D for the fuzz target only: same paths */
 #define CF_BUDGET_ELEMENTS ((int64_t)1 << 26)
+#endif
 #define CF_BUDGET_WORK ((int64_t)1 << 32)
 
 typedef struct cf_cost {

@@ -209,14 +209,11 @@ static int semver_1(const char *v)
     return 1;
 }
 
-int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
+/* Validate the parsed file `root` (consumed) into *out; `path` names it. */
+static int load_root(json_t *root, const char *path, cf_file *out, char *err,
+                     size_t cap)
 {
     char e[CF_MSG];
-    json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (root == NULL)
-        return cf_fail(err, cap, "%s:%d:%d: invalid JSON: %s", path, je.line,
-                    je.column, je.text);
     cf_file f;
     memset(&f, 0, sizeof f);
     const char *suite = NULL, *version = NULL, *category = NULL;
@@ -324,6 +321,27 @@ bad:
     cf_file_free(&f);
     json_decref(root);
     return cf_fail(err, cap, "%s: %s", path, e);
+}
+
+int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (root == NULL)
+        return cf_fail(err, cap, "%s:%d:%d: invalid JSON: %s", path, je.line,
+                    je.column, je.text);
+    return load_root(root, path, out, err, cap);
+}
+
+int cf_file_load_buffer(const char *buf, size_t len, const char *name,
+                        cf_file *out, char *err, size_t cap)
+{
+    json_error_t je;
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    if (root == NULL)
+        return cf_fail(err, cap, "%s:%d:%d: invalid JSON: %s", name, je.line,
+                    je.column, je.text);
+    return load_root(root, name, out, err, cap);
 }
 
 /* -------------------------------------------------------------- hex, bits */
