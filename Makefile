@@ -190,6 +190,8 @@ testgen:
 testgen-check:
 	@if [ -f testgen/generate.py ]; then $(PYTHON) testgen/generate.py --check conformance/vectors; \
 	 else echo "testgen-check: not present yet"; fi
+	$(PYTHON) testgen/validate_schema.py tests/conformance_fixtures/basic/*.json
+	$(PYTHON) testgen/validate_schema.py --expect-invalid tests/conformance_fixtures/malformed/*.json
 
 # The suite on the default backend (the README's main command).
 conform: all
