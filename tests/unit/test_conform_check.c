@@ -364,6 +364,14 @@ START_TEST(tensor_errors)
         {"{\"dtype\":\"f32\",\"shape\":[1]}", "missing field 'data'"},
         {"{\"dtype\":\"f32\",\"shape\":[1048576,1048576],\"data\":[]}",
          "too many elements"},
+        /* 1 + 2^24 * 2^40 wraps to 1 in 64 bits: the storage must not */
+        {"{\"dtype\":\"f32\",\"shape\":[16777217],\"strides\":"
+         "[1099511627776],\"data\":[\"0x0\"]}", "x: storage too large"},
+        /* no elements, but contiguous strides of 2^80 */
+        {"{\"dtype\":\"f32\",\"shape\":[0,1099511627776,1099511627776],"
+         "\"data\":[]}", "x: the sizes multiply past 64 bits"},
+        {"{\"dtype\":\"f32\",\"shape\":[1],\"strides\":null,\"data\":"
+         "[\"0x0\"]}", "'strides' must be a list of integers"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cf_tensor t;

@@ -724,6 +724,21 @@ START_TEST(tensor_validation)
     ck_assert_int_eq(kiln_tensor_create(NULL, KILN_F64, 2, two, hs, KILN_MEM_HOST, NULL, &t), KILN_ERR_LIMIT);
     ck_assert_int_eq(kiln_tensor_create(NULL, KILN_F32, 2, ok, NULL, KILN_MEM_DEVICE, NULL, &t), KILN_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_null(t);
+    /* a stride-0 view of 2^62 elements over one float: its bytes do not
+    ** fit size_t, so no host buffer can match it (the byte count used to
+    ** wrap to 0 and a 0-byte write scattered 2^62 elements) */
+    float one = 1;
+    int64_t big = (int64_t)1 << 62, zero = 0;
+    t = tu_tensor(KILN_F32, 1, &big, &zero, &one);
+    ck_assert_int_eq(kiln_tensor_numel(t), big);
+    ck_assert_int_eq(kiln_tensor_write(NULL, t, &one, 0), KILN_ERR_LIMIT);
+    ck_assert_int_eq(kiln_tensor_read(NULL, t, &one, 0), KILN_ERR_LIMIT);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "do not fit one host buffer"));
+    kiln_tensor_destroy(t);
+    t = NULL;
+    /* an empty shape whose other sizes multiply past int64 */
+    int64_t wide[3] = {0, (int64_t)1 << 40, (int64_t)1 << 40};
+    ck_assert_int_eq(kiln_tensor_create(NULL, KILN_F32, 3, wide, NULL, KILN_MEM_HOST, NULL, &t), KILN_ERR_LIMIT);
     /* owned, zeroed; strided write/read in element order */
     ck_assert_int_eq(kiln_tensor_create(NULL, KILN_F32, 2, ok, NULL, KILN_MEM_HOST, NULL, &t), KILN_OK);
     ck_assert_int_eq(kiln_tensor_numel(t), 6);
