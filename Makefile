@@ -201,12 +201,16 @@ conform: all
 bench: all
 	$(BUILD)/kiln bench all
 
+# libFuzzer builds: ASan + UBSan, any UB report is fatal.
+FUZZ_CC := clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+  -fno-sanitize-recover=all -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+  -Iruntime/include -Iruntime
+
 fuzz:
 	@mkdir -p build/fuzz
-	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
+	$(FUZZ_CC) \
 	  tests/fuzz/fuzz_options.c runtime/status.c runtime/options.c \
-	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_options
+	  -ldl -lm -lpthread -o build/fuzz/fuzz_options
 	@mkdir -p build/fuzz/corpus
 	cp -n tests/fuzz/corpus/* build/fuzz/corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_options -max_total_time=$${FUZZ_SECONDS:-60} \
@@ -215,20 +219,18 @@ fuzz:
 # libFuzzer on the .kf parser/printer round trip (FUZZ_SECONDS=60).
 fuzz-kf:
 	@mkdir -p build/fuzz/kf_corpus
-	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
+	$(FUZZ_CC) \
 	  tests/fuzz/fuzz_fusion_text.c runtime/status.c runtime/fusion.c runtime/fusion_text.c \
-	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_fusion_text
+	  -ldl -lm -lpthread -o build/fuzz/fuzz_fusion_text
 	cp -n tests/fuzz/kf_corpus/* build/fuzz/kf_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_fusion_text -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/kf_corpus
 
 # libFuzzer on the .npy reader of `kiln run` (FUZZ_SECONDS=60).
 fuzz-npy:
 	@mkdir -p build/fuzz/npy_corpus
-	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
+	$(FUZZ_CC) \
 	  tests/fuzz/fuzz_npy.c runtime/cli/npy.c runtime/status.c \
-	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_npy
+	  -ldl -lm -lpthread -o build/fuzz/fuzz_npy
 	cp -n tests/fuzz/npy_corpus/* build/fuzz/npy_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_npy -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/npy_corpus
 
@@ -238,12 +240,11 @@ fuzz-npy:
 # of filling memory (tests/fuzz/fuzz_vectors.c says why).
 fuzz-vectors:
 	@mkdir -p build/fuzz/vectors_corpus
-	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
+	$(FUZZ_CC) \
 	  '-DCF_BUDGET_ELEMENTS=((int64_t)1 << 16)' \
 	  tests/fuzz/fuzz_vectors.c conformance/vectors.c conformance/check_numeric.c \
 	  conformance/differential.c runtime/status.c $(LIBDIR_SYS)/libjansson.a \
-	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_vectors
+	  -ldl -lm -lpthread -o build/fuzz/fuzz_vectors
 	cp -n tests/fuzz/vectors_corpus/* build/fuzz/vectors_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_vectors -max_total_time=$${FUZZ_SECONDS:-60} \
 	  -dict=tests/fuzz/vectors.dict build/fuzz/vectors_corpus

@@ -568,17 +568,6 @@ static kiln_status check_outputs(call *c, size_t n_outputs)
     return KILN_OK;
 }
 
-/* Format shape [a, b, ...] into buf. */
-static void shape_text(int rank, const int64_t *sizes, char *buf, size_t cap)
-{
-    size_t n = (size_t)snprintf(buf, cap, "[");
-    for (int a = 0; a < rank && n < cap; a++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", a ? ", " : "",
-                              (long long)sizes[a]);
-    if (n < cap)
-        snprintf(buf + n, cap - n, "]");
-}
-
 /* The call's work (docs/runtime.md, "Limits"): every value's element
 ** count, plus M*N*K per matmul, against the context's max_work.  Runs
 ** before anything is planned, allocated or launched, so a huge domain from
@@ -606,7 +595,7 @@ static kiln_status check_work(const call *c)
                   kiln_ckd_add(w, mnk, &w);
         }
         if (bad || kiln_ckd_add(work, w, &work)) {
-            shape_text(n->rank, sz, sh, sizeof sh);
+            kiln__shape_text(n->rank, sz, sh, sizeof sh);
             return kiln__err(KILN_ERR_LIMIT,
                              "kiln_execute: work limit: the element count of "
                              "%%%u (%s, shape %s) overflows int64",
@@ -618,7 +607,7 @@ static kiln_status check_work(const call *c)
         }
     }
     if ((uint64_t)work > limit) {
-        shape_text(f->nodes[arg].rank, c->shapes[arg], sh, sizeof sh);
+        kiln__shape_text(f->nodes[arg].rank, c->shapes[arg], sh, sizeof sh);
         return kiln__err(KILN_ERR_LIMIT,
                          "kiln_execute: work limit: this call would do %lld "
                          "element operations, above the context's max_work "

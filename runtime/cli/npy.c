@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "ckd.h"
 #include "cli/npy.h"
+#include "internal.h" /* kiln_ckd_* (ckd.h), kiln__shape_text */
 
 #define NPY_MAX_HEADER ((size_t)1 << 20) /* a header is ~128 bytes */
 
@@ -49,17 +49,6 @@ void kiln_npy_free(kiln_npy *a)
     }
 }
 
-/* "[2, 3]" */
-static void shape_text(int rank, const int64_t *sizes, char *buf, size_t cap)
-{
-    size_t n = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < rank && n < cap; i++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "",
-                              (long long)sizes[i]);
-    if (n < cap)
-        snprintf(buf + n, cap - n, "]");
-}
-
 int kiln_npy_alloc(kiln_npy *a, char *err, size_t cap)
 {
     int64_t n;
@@ -67,7 +56,7 @@ int kiln_npy_alloc(kiln_npy *a, char *err, size_t cap)
     a->data = NULL;
     if (kiln_ckd_numel(a->rank, a->sizes, &n) ||
         kiln_ckd_bytes(n, kiln_dtype_size(a->dtype), &a->nbytes)) {
-        shape_text(a->rank, a->sizes, sh, sizeof sh);
+        kiln__shape_text(a->rank, a->sizes, sh, sizeof sh);
         snprintf(err, cap, "shape %s of %s: the element count or byte size "
                            "overflows 64 bits",
                  sh, kiln_dtype_name(a->dtype));
@@ -75,7 +64,7 @@ int kiln_npy_alloc(kiln_npy *a, char *err, size_t cap)
     }
     a->data = malloc(a->nbytes ? a->nbytes : 1);
     if (a->data == NULL) {
-        shape_text(a->rank, a->sizes, sh, sizeof sh);
+        kiln__shape_text(a->rank, a->sizes, sh, sizeof sh);
         snprintf(err, cap, "out of memory for shape %s of %s (%zu bytes)", sh,
                  kiln_dtype_name(a->dtype), a->nbytes);
         return -1;
@@ -451,7 +440,7 @@ int kiln_npy_read_stream(FILE *fp, const char *name, kiln_npy *out,
     /* the data length, checked against the file before allocating it */
     int64_t numel;
     char sh[256];
-    shape_text(out->rank, out->sizes, sh, sizeof sh);
+    kiln__shape_text(out->rank, out->sizes, sh, sizeof sh);
     if (kiln_ckd_numel(out->rank, out->sizes, &numel) ||
         kiln_ckd_bytes(numel, kiln_dtype_size(out->dtype), &out->nbytes)) {
         snprintf(err, cap, "%s: shape %s of %s: the element count or byte "

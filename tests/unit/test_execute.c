@@ -350,6 +350,15 @@ START_TEST(deep_chains)
 }
 END_TEST
 
+/* Inputs [n, 1] and [1, n] that view one float with stride 0: 8 bytes of
+** data for an n x n domain. */
+static void stride0_pair(int64_t n, float *one, kiln_tensor *in[2])
+{
+    int64_t xs[2] = {n, 1}, ys[2] = {1, n}, zero[2] = {0, 0};
+    in[0] = tu_tensor(KILN_F32, 2, xs, zero, one);
+    in[1] = tu_tensor(KILN_F32, 2, ys, zero, one);
+}
+
 START_TEST(huge_stride0_domains)
 {
     kiln_context *ctx = tu_ctx();
@@ -357,13 +366,15 @@ START_TEST(huge_stride0_domains)
                                "%y = input f32 [1, ?]\n%z = add %x %y\n"
                                "%w = sum %z axes=[0]\n%v = neg %w\noutput %z\n");
     float one = 1;
-    int64_t xs[2] = {(int64_t)1 << 40, 1}, ys[2] = {1, (int64_t)1 << 40};
-    int64_t zero[2] = {0, 0};
-    kiln_tensor *in[2] = {tu_tensor(KILN_F32, 2, xs, zero, &one),
-                          tu_tensor(KILN_F32, 2, ys, zero, &one)};
-    kiln_tensor *out[1] = {NULL};
+    kiln_tensor *in[2], *out[1] = {NULL};
+    stride0_pair((int64_t)1 << 40, &one, in);
     ck_assert_int_eq(kiln_execute(ctx, f, in, 2, out, 1, NULL, NULL), KILN_ERR_LIMIT);
     ck_assert_ptr_null(out[0]);
+    /* sizes whose product overflows int64 are refused before anything */
+    ck_assert_msg(strstr(kiln_last_error(), "work limit: the element count of "
+                                            "%2 (add, shape [1099511627776, "
+                                            "1099511627776]) overflows"),
+                  "%s", kiln_last_error());
     kiln_tensor_destroy(in[0]);
     kiln_tensor_destroy(in[1]);
     kiln_fusion_destroy(f);
@@ -638,11 +649,8 @@ START_TEST(work_limit)
                                "%y = input f32 [1, ?]\n%z = add %x %y\n"
                                "%w = sum %z axes=[0, 1]\noutput %w\n");
     float one = 1;
-    int64_t xs[2] = {(int64_t)1 << 28, 1}, ys[2] = {1, (int64_t)1 << 28};
-    int64_t zero[2] = {0, 0};
-    kiln_tensor *in[2] = {tu_tensor(KILN_F32, 2, xs, zero, &one),
-                          tu_tensor(KILN_F32, 2, ys, zero, &one)};
-    kiln_tensor *out[1] = {NULL};
+    kiln_tensor *in[2], *out[1] = {NULL};
+    stride0_pair((int64_t)1 << 28, &one, in);
     ck_assert_int_eq(kiln_execute(ctx, f, in, 2, out, 1, NULL, NULL),
                      KILN_ERR_LIMIT);
     ck_assert_ptr_null(out[0]);
@@ -652,18 +660,6 @@ START_TEST(work_limit)
                                             "max_work of 1099511627776") &&
                       strstr(kiln_last_error(), "%2, add, shape [268435456, "
                                                 "268435456]"),
-                  "%s", kiln_last_error());
-    /* sizes whose product overflows int64 */
-    xs[0] = ys[1] = (int64_t)1 << 40;
-    kiln_tensor_destroy(in[0]);
-    kiln_tensor_destroy(in[1]);
-    in[0] = tu_tensor(KILN_F32, 2, xs, zero, &one);
-    in[1] = tu_tensor(KILN_F32, 2, ys, zero, &one);
-    ck_assert_int_eq(kiln_execute(ctx, f, in, 2, out, 1, NULL, NULL),
-                     KILN_ERR_LIMIT);
-    ck_assert_msg(strstr(kiln_last_error(), "the element count of %2 (add, "
-                                            "shape [1099511627776, "
-                                            "1099511627776]) overflows"),
                   "%s", kiln_last_error());
     kiln_tensor_destroy(in[0]);
     kiln_tensor_destroy(in[1]);

@@ -166,6 +166,17 @@ static void slurp(FILE *fp, char *buf, size_t cap)
     buf[n] = '\0';
 }
 
+/* neg of 3 floats: the fusion, an input over x and an output over o. */
+static kiln_fusion *neg3(float *x, float *o, kiln_tensor **in,
+                         kiln_tensor **out)
+{
+    int64_t sz[1] = {3};
+    *in = tu_tensor(KILN_F32, 1, sz, NULL, x);
+    *out = tu_tensor(KILN_F32, 1, sz, NULL, o);
+    return tu_fusion("kiln.fusion 1\n%x = input f32 [?]\n%y = neg %x\n"
+                     "output %y\n");
+}
+
 START_TEST(warn_register_spill_reports_compiled_kernels)
 {
     const char *path = plugin_path();
@@ -182,12 +193,9 @@ START_TEST(warn_register_spill_reports_compiled_kernels)
     cfg.dump_stream = dump;
     kiln_context *ctx;
     ck_assert_int_eq(kiln_context_create(&cfg, &ctx), KILN_OK);
-    kiln_fusion *f = tu_fusion("kiln.fusion 1\n%x = input f32 [?]\n"
-                               "%y = neg %x\noutput %y\n");
     float x[3] = {1, 2, 3}, o[3];
-    int64_t sz[1] = {3};
-    kiln_tensor *in[1] = {tu_tensor(KILN_F32, 1, sz, NULL, x)};
-    kiln_tensor *out[1] = {tu_tensor(KILN_F32, 1, sz, NULL, o)};
+    kiln_tensor *in[1], *out[1];
+    kiln_fusion *f = neg3(x, o, &in[0], &out[0]);
     const char *w64[1] = {"warn_register_spill(64)"};
     const char *w256[1] = {"warn_register_spill(256)"};
     const char *nofma[1] = {"fma"};
@@ -270,12 +278,9 @@ START_TEST(unterminated_backend_strings)
     setenv("KILN_TEST_PLUGIN_UNTERMINATED", "open", 1);
     ck_assert_int_eq(try_create(path, &ctx), KILN_ERR_BACKEND_UNAVAILABLE);
     ck_assert_uint_eq(trailing_x(kiln_last_error()), 511); /* err[512] */
-    kiln_fusion *f = tu_fusion("kiln.fusion 1\n%x = input f32 [?]\n"
-                               "%y = neg %x\noutput %y\n");
     float x[3] = {1, 2, 3}, o[3];
-    int64_t sz[1] = {3};
-    kiln_tensor *in[1] = {tu_tensor(KILN_F32, 1, sz, NULL, x)};
-    kiln_tensor *out[1] = {tu_tensor(KILN_F32, 1, sz, NULL, o)};
+    kiln_tensor *in[1], *out[1];
+    kiln_fusion *f = neg3(x, o, &in[0], &out[0]);
     static const struct {
         const char *mode;
         kiln_status st;
