@@ -359,25 +359,44 @@ static void stride0_pair(int64_t n, float *one, kiln_tensor *in[2])
     in[1] = tu_tensor(KILN_F32, 2, ys, zero, one);
 }
 
+/* Domains far larger than memory from 8 bytes of stride-0 data are
+** refused before anything runs: sizes whose product overflows int64, and
+** a 2^56-element reduction, which would run for days, over the default
+** work limit (docs/runtime.md, "Limits"). */
 START_TEST(huge_stride0_domains)
 {
+    static const struct {
+        const char *kf;
+        int64_t n;
+        const char *needle;
+    } cases[] = {
+        {"kiln.fusion 1\n%x = input f32 [?, 1]\n%y = input f32 [1, ?]\n"
+         "%z = add %x %y\n%w = sum %z axes=[0]\n%v = neg %w\noutput %z\n",
+         (int64_t)1 << 40,
+         "work limit: the element count of %2 (add, shape [1099511627776, "
+         "1099511627776]) overflows"},
+        {"kiln.fusion 1\n%x = input f32 [?, 1]\n%y = input f32 [1, ?]\n"
+         "%z = add %x %y\n%w = sum %z axes=[0, 1]\noutput %w\n",
+         (int64_t)1 << 28,
+         "work limit: this call would do 72057594574798849 element "
+         "operations, above the context's max_work of 1099511627776 (the "
+         "largest part: %2, add, shape [268435456, 268435456]"},
+    };
     kiln_context *ctx = tu_ctx();
-    kiln_fusion *f = tu_fusion("kiln.fusion 1\n%x = input f32 [?, 1]\n"
-                               "%y = input f32 [1, ?]\n%z = add %x %y\n"
-                               "%w = sum %z axes=[0]\n%v = neg %w\noutput %z\n");
-    float one = 1;
-    kiln_tensor *in[2], *out[1] = {NULL};
-    stride0_pair((int64_t)1 << 40, &one, in);
-    ck_assert_int_eq(kiln_execute(ctx, f, in, 2, out, 1, NULL, NULL), KILN_ERR_LIMIT);
-    ck_assert_ptr_null(out[0]);
-    /* sizes whose product overflows int64 are refused before anything */
-    ck_assert_msg(strstr(kiln_last_error(), "work limit: the element count of "
-                                            "%2 (add, shape [1099511627776, "
-                                            "1099511627776]) overflows"),
-                  "%s", kiln_last_error());
-    kiln_tensor_destroy(in[0]);
-    kiln_tensor_destroy(in[1]);
-    kiln_fusion_destroy(f);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kiln_fusion *f = tu_fusion(cases[i].kf);
+        float one = 1;
+        kiln_tensor *in[2], *out[1] = {NULL};
+        stride0_pair(cases[i].n, &one, in);
+        ck_assert_int_eq(kiln_execute(ctx, f, in, 2, out, 1, NULL, NULL),
+                         KILN_ERR_LIMIT);
+        ck_assert_ptr_null(out[0]);
+        ck_assert_msg(strstr(kiln_last_error(), cases[i].needle), "%s",
+                      kiln_last_error());
+        kiln_tensor_destroy(in[0]);
+        kiln_tensor_destroy(in[1]);
+        kiln_fusion_destroy(f);
+    }
     kiln_context_destroy(ctx);
 }
 END_TEST
@@ -639,32 +658,12 @@ static kiln_status run_n(kiln_context *ctx, const kiln_fusion *f, int64_t n)
 
 /* kiln_context_config.max_work (docs/runtime.md, "Limits"): the sum of
 ** every value's element count (+ M*N*K per matmul) is checked before
-** anything runs.  Two 1-element stride-0 inputs that span a 2^56-element
-** domain reduced to one value would run for days: the default limit
-** rejects them at once. */
+** anything runs, against a configured limit or the default. */
 START_TEST(work_limit)
 {
-    kiln_context *ctx = tu_ctx();
-    kiln_fusion *f = tu_fusion("kiln.fusion 1\n%x = input f32 [?, 1]\n"
-                               "%y = input f32 [1, ?]\n%z = add %x %y\n"
-                               "%w = sum %z axes=[0, 1]\noutput %w\n");
-    float one = 1;
-    kiln_tensor *in[2], *out[1] = {NULL};
-    stride0_pair((int64_t)1 << 28, &one, in);
-    ck_assert_int_eq(kiln_execute(ctx, f, in, 2, out, 1, NULL, NULL),
-                     KILN_ERR_LIMIT);
-    ck_assert_ptr_null(out[0]);
-    ck_assert_msg(strstr(kiln_last_error(), "work limit: this call would do "
-                                            "72057594574798849 element "
-                                            "operations, above the context's "
-                                            "max_work of 1099511627776") &&
-                      strstr(kiln_last_error(), "%2, add, shape [268435456, "
-                                                "268435456]"),
-                  "%s", kiln_last_error());
-    kiln_tensor_destroy(in[0]);
-    kiln_tensor_destroy(in[1]);
-    kiln_fusion_destroy(f);
-    kiln_context_destroy(ctx);
+    kiln_context *ctx;
+    kiln_fusion *f;
+    kiln_tensor *out[1] = {NULL};
 
     /* a configured limit: neg of n elements is 2n element operations */
     f = tu_fusion("kiln.fusion 1\n%x = input f32 [?]\n%y = neg %x\n"
