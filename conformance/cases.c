@@ -626,6 +626,19 @@ static size_t fusion_outputs(const kiln_fusion *f)
     return kiln_fusion_num_outputs(f, &n) == KILN_OK && n > 0 ? (size_t)n : 0;
 }
 
+/* A test that expects success gives every input its fusion declares;
+** `where` prefixes the path ("steps[1]."). */
+static int inputs_fit(const kiln_fusion *f, size_t n, const char *where,
+                      cf_outcome *o)
+{
+    int want = 0;
+    if (kiln_fusion_num_inputs(f, &want) == KILN_OK && (size_t)want == n)
+        return 0;
+    failf(o, "invalid vector: %sinputs: %zu tensors for a fusion of %d "
+          "inputs", where, n, want);
+    return 1;
+}
+
 static void destroy_outputs(kiln_tensor **outs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -1032,9 +1045,12 @@ static void run_cache(const cf_target *tg, const cf_test *t, cf_outcome *o)
         char w[32];
         snprintf(w, sizeof w, "steps[%zu]", i);
         built = i + 1;
+        char wp[40];
+        snprintf(wp, sizeof wp, "%s.", w);
         if (load_execopts(s, w, &sh.steps[i].x, o) ||
             load_inputs(json_object_get(s, "inputs"), "inputs",
                         &sh.steps[i].in, o) ||
+            inputs_fit(f, sh.steps[i].in.n, wp, o) ||
             wrap_inputs(sh.ctx, &sh.steps[i].in, o))
             break;
         sh.steps[i].outputs = json_object_get(s, "outputs");
@@ -1105,6 +1121,8 @@ static void run_numerics(const cf_target *tg, const cf_test *t, cf_outcome *o)
     if (outs == NULL || load_execopts(json_object_get(t->json, "options"),
                                       "options", &x, o) ||
         load_inputs(json_object_get(t->json, "inputs"), "inputs", &in, o) ||
+        (json_object_get(t->json, "error") == NULL &&
+         inputs_fit(f, in.n, "", o)) ||
         wrap_inputs(ctx, &in, o))
         goto done;
     st = kiln_execute(ctx, f, in.t, in.n, outs, n_outs, &x.eo, NULL);
@@ -1246,6 +1264,8 @@ static void run_differential(const cf_target *tg, const cf_test *t,
         }
         in.n = i + 1;
     }
+    if (inputs_fit(f, in.n, "", o))
+        goto done;
     /* "inputsFirst" (optional) lets the runner prove its generator agrees
     ** with the one that wrote the vector. */
     const json_t *first = json_object_get(t->json, "inputsFirst");

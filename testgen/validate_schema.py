@@ -325,6 +325,19 @@ class Test:
                          else " (integers)"))
 
 
+def _kf_inputs(kf):
+    """How many inputs a .kf text declares (its `%name = input` lines)."""
+    return sum(1 for line in kf.splitlines()
+               if re.match(r"^\s*%\S+\s*=\s*input\b", line.split("#")[0]))
+
+
+def _inputs_fit(t, lst, where):
+    want = _kf_inputs(t["fusion"])
+    if len(lst) != want:
+        raise Bad("%sinputs: %d tensors for a fusion of %d inputs"
+                  % (where, len(lst), want))
+
+
 def _result_fields(t, result, want, error):
     if result == "invalid":
         _absent(t, want, "", "to an invalid test")
@@ -408,7 +421,7 @@ def _cache(t, _, test):
         _keys(s, ("enable", "disable", "inputs", "outputs", "expect"), w)
         _strings(s, "enable", w)
         _strings(s, "disable", w)
-        test.tensors(s, "inputs", w, 0)
+        _inputs_fit(t, test.tensors(s, "inputs", w, 0), w + ".")
         test.tensors(s, "outputs", w, 1, times=threads)
         ex = _typed(s, "expect", w, dict)
         _keys(ex, ("plan", "kernels", "compiles"), w + ".expect")
@@ -421,9 +434,10 @@ def _numerics(t, result, test):
     _keys(t, BASE + ("fusion", "options", "inputs", "outputs", "error"), "")
     _str(t, "fusion", "")
     _options(t, "options", "")
-    test.tensors(t, "inputs", "", 0)
+    ins = test.tensors(t, "inputs", "", 0)
     _result_fields(t, result, "outputs", "error")
     if result != "invalid":
+        _inputs_fit(t, ins, "")
         test.tensors(t, "outputs", "", 1)
         return
     e = _typed(t, "error", "", dict)
@@ -441,6 +455,7 @@ def _differential(t, _, test):
     _int(t, "seed", "", 0, INT64_MAX)
     ins = _typed(t, "inputs", "", list)
     shapes = [test.tensor(x, "inputs[%d]" % i, 2) for i, x in enumerate(ins)]
+    _inputs_fit(t, ins, "")
     first = _typed(t, "inputsFirst", "", list, required=False)
     if first is not None and len(first) > len(ins):
         raise Bad("inputsFirst: %d rows for %d inputs" % (len(first),

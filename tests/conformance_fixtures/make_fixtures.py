@@ -159,6 +159,7 @@ dump('malformed/numerics.json', 'numerics', {"SignedZero": "x"}, [{"type": "Nume
   with_(n1, ['outputz'], []),
   with_(n1, ['outputs', 0, 'check'], {"kind": "ulp", "max": "2"}),
   with_(n1, ['outputs', 0, 'check'], {"kind": "exact", "bounds": [f64(1)]}),
+  with_(n1, ['inputs'], n1['inputs'][:1]),
  ])}])
 p1 = {"tcId": 1, "comment": "x", "flags": [], "result": "invalid", "source": "env", "set": "enable",
       "input": "nope", "error": {"kind": "unknown", "offset": 0, "token": "nope"}}
