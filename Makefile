@@ -54,7 +54,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all lib cli unit test test-unit test-asan test-tsan deps install fuzz-kf fuzz-trigger \
-        check-cuda-headers test-cli \
+        check-cuda-headers test-cli fuzz-npy fuzz-vectors \
         uninstall clean help fuzz coverage conform bench gpu-bundle \
         docs-check testgen testgen-check mutants nvrtc-check valgrind examples
 
@@ -99,11 +99,15 @@ $(BUILD)/gen/suites.inc: $(UNIT_SRC)
 $(BUILD)/obj/tests/unit/main.o: $(BUILD)/gen/suites.inc
 $(BUILD)/obj/tests/unit/%.o: CFLAGS += -I$(BUILD)/gen -Itests/unit
 
-# The conformance runner's loader and checkers are unit-tested directly
-# (tests/unit/test_conform_check.c), so their objects join the unit binary.
+# The conformance runner's loader and checkers (tests/unit/
+# test_conform_check.c) and the .npy reader (test_npy.c) are unit-tested
+# directly, so their objects join the unit binary.
 UNIT_CONF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,conformance/vectors.c \
-                   conformance/check_numeric.c conformance/differential.c)
-$(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a $(BUILD)/plugins/libkiln_test_plugin.so
+                   conformance/check_numeric.c conformance/differential.c \
+                   runtime/cli/npy.c runtime/cli/outfile.c \
+                   runtime/cli/args.c)
+$(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a \
+                     $(BUILD)/plugins/libkiln_test_plugin.so $(BUILD)/plugins/libkiln_data_entry.so
 	$(CC) -o $@ $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a $(LDFLAGS) $(STATIC_DEPS) $(SYSLIBS)
 
 # Plugins: tests/plugins/NAME.c -> $(BUILD)/plugins/libNAME.so, and the
@@ -220,6 +224,8 @@ testgen:
 testgen-check:
 	@if [ -f testgen/generate.py ]; then $(PYTHON) testgen/generate.py --check conformance/vectors; \
 	 else echo "testgen-check: not present yet"; fi
+	$(PYTHON) testgen/validate_schema.py tests/conformance_fixtures/basic/*.json
+	$(PYTHON) testgen/validate_schema.py --expect-invalid tests/conformance_fixtures/malformed/*.json
 
 # The suite on the default backend (the README's main command).
 conform: all
@@ -229,12 +235,16 @@ conform: all
 bench: all
 	$(BUILD)/kiln bench all
 
+# libFuzzer builds: ASan + UBSan, any UB report is fatal.
+FUZZ_CC := clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+  -fno-sanitize-recover=all -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+  -Iruntime/include -Iruntime
+
 fuzz:
 	@mkdir -p build/fuzz
-	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
+	$(FUZZ_CC) \
 	  tests/fuzz/fuzz_options.c runtime/status.c runtime/options.c \
-	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_options
+	  -ldl -lm -lpthread -o build/fuzz/fuzz_options
 	@mkdir -p build/fuzz/corpus
 	cp -n tests/fuzz/corpus/* build/fuzz/corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_options -max_total_time=$${FUZZ_SECONDS:-60} \
@@ -243,12 +253,35 @@ fuzz:
 # libFuzzer on the .kf parser/printer round trip (FUZZ_SECONDS=60).
 fuzz-kf:
 	@mkdir -p build/fuzz/kf_corpus
-	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
+	$(FUZZ_CC) \
 	  tests/fuzz/fuzz_fusion_text.c runtime/status.c runtime/fusion.c runtime/fusion_text.c \
-	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_fusion_text
+	  -ldl -lm -lpthread -o build/fuzz/fuzz_fusion_text
 	cp -n tests/fuzz/kf_corpus/* build/fuzz/kf_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_fusion_text -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/kf_corpus
+
+# libFuzzer on the .npy reader of `kiln run` (FUZZ_SECONDS=60).
+fuzz-npy:
+	@mkdir -p build/fuzz/npy_corpus
+	$(FUZZ_CC) \
+	  tests/fuzz/fuzz_npy.c runtime/cli/npy.c runtime/status.c \
+	  -ldl -lm -lpthread -o build/fuzz/fuzz_npy
+	cp -n tests/fuzz/npy_corpus/* build/fuzz/npy_corpus/ 2>/dev/null || true
+	build/fuzz/fuzz_npy -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/npy_corpus
+
+# libFuzzer on the conformance runner's input: vector-file loading and the
+# per-test field validation, without a backend (FUZZ_SECONDS=60).  The
+# element budget is built at 2^16 so that runs explore the checks instead
+# of filling memory (tests/fuzz/fuzz_vectors.c says why).
+fuzz-vectors:
+	@mkdir -p build/fuzz/vectors_corpus
+	$(FUZZ_CC) \
+	  '-DCF_BUDGET_ELEMENTS=((int64_t)1 << 16)' \
+	  tests/fuzz/fuzz_vectors.c conformance/vectors.c conformance/check_numeric.c \
+	  conformance/differential.c runtime/status.c $(LIBDIR_SYS)/libjansson.a \
+	  -ldl -lm -lpthread -o build/fuzz/fuzz_vectors
+	cp -n tests/fuzz/vectors_corpus/* build/fuzz/vectors_corpus/ 2>/dev/null || true
+	build/fuzz/fuzz_vectors -max_total_time=$${FUZZ_SECONDS:-60} \
+	  -dict=tests/fuzz/vectors.dict build/fuzz/vectors_corpus
 
 coverage:
 	$(MAKE) -j$(JOBS) BUILD=build/cov SAN=cov all unit
@@ -305,6 +338,8 @@ help:
 	@echo "make fuzz       libFuzzer on the option parser (FUZZ_SECONDS=60)"
 	@echo "make fuzz-kf    libFuzzer on the .kf parser/printer round trip"
 	@echo "make fuzz-trigger  Atheris on the CI comment grammar (ci/trigger.py)"
+	@echo "make fuzz-npy   libFuzzer on the .npy reader of kiln run"
+	@echo "make fuzz-vectors libFuzzer on vector-file loading and validation"
 	@echo "make coverage   gcov/lcov HTML report in build/coverage-html"
 	@echo "make bench      benchmarks (kiln bench all)"
 	@echo "make gpu-bundle binaries for the GPU machine under carry/"

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckd.h"
 #include "conform.h"
 
 const char *const cf_categories[] = {
@@ -47,6 +48,24 @@ static void failf(cf_outcome *o, const char *fmt, ...)
     vsnprintf(o->msg, sizeof o->msg, fmt, ap);
     va_end(ap);
     o->status = CF_FAIL;
+}
+
+/* A kiln_execute that failed where the test expects success; `who`
+** prefixes the message ("step 2: ").  KILN_ERR_LIMIT is the runtime
+** refusing a call whose work is over the context's max_work (this
+** execute's share of the per-test budget) or whose sizes overflow: the
+** vector asks for too much, so it is an invalid vector, not a backend
+** failure (docs/conformance.md, "Per-test budget"). */
+static void exec_failed(cf_outcome *o, const char *who, kiln_status st)
+{
+    if (st == KILN_ERR_LIMIT)
+        failf(o, "invalid vector: %skiln_execute: %s: %s (the per-test "
+              "budget is %lld element operations over all of the test's "
+              "executes)", who, kiln_status_name(st), kiln_last_error(),
+              (long long)CF_BUDGET_WORK);
+    else
+        failf(o, "%skiln_execute: %s: %s", who, kiln_status_name(st),
+              kiln_last_error());
 }
 
 /* ------------------------------------------------------------ error info */
@@ -95,7 +114,7 @@ static void expect_opt_error(const json_t *ej, const errsnap *e,
     const char *kind = NULL;
     char err[CF_MSG];
     if (cf_json_string(ej, "kind", "error", &kind, err, sizeof err)) {
-        failf(o, "vector: %s", err);
+        failf(o, "invalid vector: %s", err);
         return;
     }
     kiln_status want = KILN_OK;
@@ -103,7 +122,7 @@ static void expect_opt_error(const json_t *ej, const errsnap *e,
         if (strcmp(opt_kinds[i].kind, kind) == 0)
             want = opt_kinds[i].status;
     if (want == KILN_OK) {
-        failf(o, "vector: error kind '%s' is not syntax/unknown/argument/"
+        failf(o, "invalid vector: error kind '%s' is not syntax/unknown/argument/"
               "element", kind);
         return;
     }
@@ -199,16 +218,16 @@ static void run_parse(const cf_test *t, cf_outcome *o)
     if (cf_json_string(t->json, "source", "test", &source, err, sizeof err) ||
         cf_json_string(t->json, "set", "test", &setname, err, sizeof err) ||
         cf_json_string(t->json, "input", "test", &input, err, sizeof err)) {
-        failf(o, "vector: %s", err);
+        failf(o, "invalid vector: %s", err);
         return;
     }
     if (parse_set(setname, &set)) {
-        failf(o, "vector: unknown set '%s'", setname);
+        failf(o, "invalid vector: unknown set '%s'", setname);
         return;
     }
     int env = strcmp(source, "env") == 0;
     if (!env && strcmp(source, "execute") != 0) {
-        failf(o, "vector: source '%s' is not env or execute", source);
+        failf(o, "invalid vector: source '%s' is not env or execute", source);
         return;
     }
     kiln_options *opts = NULL;
@@ -233,7 +252,7 @@ static void run_parse(const cf_test *t, cf_outcome *o)
     const json_t *ej = json_object_get(t->json, "error");
     if (strcmp(t->result, "invalid") == 0) {
         if (!json_is_object(ej))
-            failf(o, "vector: invalid test without 'error'");
+            failf(o, "invalid vector: invalid test without 'error'");
         else
             expect_opt_error(ej, &e, what, o);
     } else if (st != KILN_OK) {
@@ -243,7 +262,7 @@ static void run_parse(const cf_test *t, cf_outcome *o)
         const char *want = NULL;
         if (cf_json_string(t->json, "canonical", "test", &want, err,
                            sizeof err)) {
-            failf(o, "vector: %s", err);
+            failf(o, "invalid vector: %s", err);
         } else {
             char *got = canonical(opts, KILN_LEVEL_ALL, o);
             if (got && strcmp(got, want) != 0)
@@ -347,7 +366,7 @@ static int load_inputs(const json_t *list, const char *key, inputs *in,
     char err[CF_MSG], w[64];
     memset(in, 0, sizeof *in);
     if (!json_is_array(list)) {
-        failf(o, "vector: '%s' must be a list of tensors", key);
+        failf(o, "invalid vector: '%s' must be a list of tensors", key);
         return 1;
     }
     in->host = calloc(json_array_size(list) + 1, sizeof *in->host);
@@ -359,7 +378,7 @@ static int load_inputs(const json_t *list, const char *key, inputs *in,
         snprintf(w, sizeof w, "%s[%zu]", key, i);
         if (cf_tensor_from_json(json_array_get(list, i), w, 1, &in->host[i],
                                 err, sizeof err)) {
-            failf(o, "vector: %s", err);
+            failf(o, "invalid vector: %s", err);
             return 1;
         }
         in->n = i + 1;
@@ -448,7 +467,7 @@ static void *read_output(kiln_context *ctx, const kiln_tensor *t,
         failf(o, "%s: shape [%s], expected [%s]", where, g, w);
         return NULL;
     }
-    size_t nbytes = want->numel * kiln_dtype_size(want->dtype);
+    size_t nbytes = want->numel * kiln_dtype_size(want->dtype); /* budget */
     void *buf = malloc(nbytes ? nbytes : 1);
     if (buf == NULL) {
         failf(o, "out of memory");
@@ -473,7 +492,7 @@ static void check_outputs(kiln_context *ctx, kiln_tensor *const *outs,
 {
     char err[CF_MSG], w[96];
     if (!json_is_array(expect) || json_array_size(expect) != n_outs) {
-        failf(o, "vector: %s'outputs' must list %zu tensors", prefix, n_outs);
+        failf(o, "invalid vector: %s'outputs' must list %zu tensors", prefix, n_outs);
         return;
     }
     for (size_t i = 0; i < n_outs; i++) {
@@ -482,18 +501,18 @@ static void check_outputs(kiln_context *ctx, kiln_tensor *const *outs,
         cf_check chk;
         snprintf(w, sizeof w, "%soutputs[%zu]", prefix, i);
         if (cf_tensor_from_json(ej, w, 1, &want, err, sizeof err)) {
-            failf(o, "vector: %s", err);
+            failf(o, "invalid vector: %s", err);
             return;
         }
         if (want.strided) {
             cf_tensor_free(&want);
-            failf(o, "vector: %s: outputs are contiguous (no strides)", w);
+            failf(o, "invalid vector: %s: outputs are contiguous (no strides)", w);
             return;
         }
         const json_t *cj = json_object_get(ej, "check");
         if (cj == NULL) {
             cf_tensor_free(&want);
-            failf(o, "vector: %s: missing field 'check'", w);
+            failf(o, "invalid vector: %s: missing field 'check'", w);
             return;
         }
         char cw[112];
@@ -501,7 +520,7 @@ static void check_outputs(kiln_context *ctx, kiln_tensor *const *outs,
         if (cf_check_from_json(cj, cw, want.dtype, want.numel, &chk, err,
                                sizeof err)) {
             cf_tensor_free(&want);
-            failf(o, "vector: %s", err);
+            failf(o, "invalid vector: %s", err);
             return;
         }
         void *got = read_output(ctx, outs[i], &want, w, o);
@@ -542,6 +561,7 @@ static kiln_status make_context(const cf_target *tg, const char *en,
     cfg.env_disable = dis;
     cfg.env_dump = dump;
     cfg.dump_stream = tg->dump_stream;
+    cfg.max_work = tg->max_work; /* this execute's share of the budget */
     return kiln_context_create(&cfg, ctx);
 }
 
@@ -563,7 +583,7 @@ static int load_execopts(const json_t *obj, const char *where, execopts *x,
                         sizeof err) ||
         cf_json_strings(obj, "disable", where, &x->dis, &x->n_dis, err,
                         sizeof err)) {
-        failf(o, "vector: %s", err);
+        failf(o, "invalid vector: %s", err);
         return 1;
     }
 done:
@@ -587,7 +607,7 @@ static kiln_fusion *parse_fusion(const json_t *obj, const char **text,
 {
     char err[CF_MSG];
     if (cf_json_string(obj, "fusion", "test", text, err, sizeof err)) {
-        failf(o, "vector: %s", err);
+        failf(o, "invalid vector: %s", err);
         return NULL;
     }
     kiln_fusion *f = NULL;
@@ -604,6 +624,19 @@ static size_t fusion_outputs(const kiln_fusion *f)
 {
     int n = 0;
     return kiln_fusion_num_outputs(f, &n) == KILN_OK && n > 0 ? (size_t)n : 0;
+}
+
+/* A test that expects success gives every input its fusion declares;
+** `where` prefixes the path ("steps[1]."). */
+static int inputs_fit(const kiln_fusion *f, size_t n, const char *where,
+                      cf_outcome *o)
+{
+    int want = 0;
+    if (kiln_fusion_num_inputs(f, &want) == KILN_OK && (size_t)want == n)
+        return 0;
+    failf(o, "invalid vector: %sinputs: %zu tensors for a fusion of %d "
+          "inputs", where, n, want);
+    return 1;
 }
 
 static void destroy_outputs(kiln_tensor **outs, size_t n)
@@ -633,7 +666,7 @@ static int apply_env(const json_t *env, int all, cf_outcome *o)
         else if (json_is_string(v))
             setenv(env_names[i], json_string_value(v), 1);
         else {
-            failf(o, "vector: env.%s must be a string or null", env_keys[i]);
+            failf(o, "invalid vector: env.%s must be a string or null", env_keys[i]);
             return 1;
         }
     }
@@ -671,7 +704,7 @@ static void check_levels(kiln_context *ctx, const json_t *levels,
         if (w == NULL)
             continue;
         if (!json_is_string(w)) {
-            failf(o, "vector: %s: levels.%s must be a string", where, lv[i].key);
+            failf(o, "invalid vector: %s: levels.%s must be a string", where, lv[i].key);
             break;
         }
         char *got = canonical(opts, lv[i].level, o);
@@ -742,17 +775,17 @@ static void run_precedence(const cf_target *tg, const cf_test *t,
     const json_t *env = json_object_get(t->json, "env");
     const json_t *steps = json_object_get(t->json, "steps");
     if (!json_is_array(steps)) {
-        failf(o, "vector: missing 'steps' list");
+        failf(o, "invalid vector: missing 'steps' list");
         return;
     }
     if (env != NULL && !json_is_object(env) && !json_is_null(env)) {
-        failf(o, "vector: 'env' must be an object");
+        failf(o, "invalid vector: 'env' must be an object");
         return;
     }
     const char *ev[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 3; i++)
         if (env && opt_string(env, env_keys[i], &ev[i])) {
-            failf(o, "vector: env.%s must be a string or null", env_keys[i]);
+            failf(o, "invalid vector: env.%s must be a string or null", env_keys[i]);
             return;
         }
     /* A "setenv" step changes the environment behind the context's back;
@@ -821,7 +854,7 @@ static void run_precedence(const cf_target *tg, const cf_test *t,
         const char *a = NULL;
         char where[48];
         if (opt_string(s, "action", &a) || a == NULL) {
-            failf(o, "vector: steps[%zu]: missing 'action'", i);
+            failf(o, "invalid vector: steps[%zu]: missing 'action'", i);
             break;
         }
         snprintf(where, sizeof where, "step %zu (%s)", i, a);
@@ -830,7 +863,7 @@ static void run_precedence(const cf_target *tg, const cf_test *t,
         } else if (strcmp(a, "setenv") == 0) {
             const json_t *ne = json_object_get(s, "env");
             if (!json_is_object(ne))
-                failf(o, "vector: %s: missing 'env' object", where);
+                failf(o, "invalid vector: %s: missing 'env' object", where);
             else
                 apply_env(ne, 0, o);
         } else if (strcmp(a, "reload") == 0) {
@@ -846,7 +879,7 @@ static void run_precedence(const cf_target *tg, const cf_test *t,
                       kiln_status_name(st), e.message);
             }
         } else {
-            failf(o, "vector: %s: unknown action", where);
+            failf(o, "invalid vector: %s: unknown action", where);
         }
     }
     inputs_free(&in1);
@@ -917,8 +950,7 @@ static void cache_step(cshared *sh, size_t i, int check_hits, int thread,
     kiln_status st = kiln_execute(sh->ctx, sh->f, s->in.t, s->in.n, outs,
                                   sh->n_outs, &s->x.eo, info);
     if (st != KILN_OK) {
-        failf(o, "%skiln_execute: %s: %s", where, kiln_status_name(st),
-              kiln_last_error());
+        exec_failed(o, where, st);
     } else {
         check_outputs(sh->ctx, outs, sh->n_outs, s->outputs, where,
                       thread >= 0 ? NULL : sh->kf, o);
@@ -983,12 +1015,12 @@ static void run_cache(const cf_target *tg, const cf_test *t, cf_outcome *o)
     const json_t *env = json_object_get(t->json, "env");
     const char *ev[3] = {NULL, NULL, NULL};
     if (!json_is_array(steps)) {
-        failf(o, "vector: missing 'steps' list");
+        failf(o, "invalid vector: missing 'steps' list");
         return;
     }
     for (int i = 0; i < 3; i++)
         if (env && json_is_object(env) && opt_string(env, env_keys[i], &ev[i])) {
-            failf(o, "vector: env.%s must be a string or null", env_keys[i]);
+            failf(o, "invalid vector: env.%s must be a string or null", env_keys[i]);
             return;
         }
     cshared sh;
@@ -1013,9 +1045,12 @@ static void run_cache(const cf_target *tg, const cf_test *t, cf_outcome *o)
         char w[32];
         snprintf(w, sizeof w, "steps[%zu]", i);
         built = i + 1;
+        char wp[40];
+        snprintf(wp, sizeof wp, "%s.", w);
         if (load_execopts(s, w, &sh.steps[i].x, o) ||
             load_inputs(json_object_get(s, "inputs"), "inputs",
                         &sh.steps[i].in, o) ||
+            inputs_fit(f, sh.steps[i].in.n, wp, o) ||
             wrap_inputs(sh.ctx, &sh.steps[i].in, o))
             break;
         sh.steps[i].outputs = json_object_get(s, "outputs");
@@ -1028,7 +1063,7 @@ static void run_cache(const cf_target *tg, const cf_test *t, cf_outcome *o)
     if (o->status != CF_FAIL && json_is_true(conc)) {
         int n = json_is_integer(thr) ? (int)json_integer_value(thr) : 0;
         if (n < 1 || n > 64) {
-            failf(o, "vector: concurrent test needs 'threads' in 1..64");
+            failf(o, "invalid vector: concurrent test needs 'threads' in 1..64");
         } else {
             cthread ct[64];
             pthread_t tid[64];
@@ -1086,6 +1121,8 @@ static void run_numerics(const cf_target *tg, const cf_test *t, cf_outcome *o)
     if (outs == NULL || load_execopts(json_object_get(t->json, "options"),
                                       "options", &x, o) ||
         load_inputs(json_object_get(t->json, "inputs"), "inputs", &in, o) ||
+        (json_object_get(t->json, "error") == NULL &&
+         inputs_fit(f, in.n, "", o)) ||
         wrap_inputs(ctx, &in, o))
         goto done;
     st = kiln_execute(ctx, f, in.t, in.n, outs, n_outs, &x.eo, NULL);
@@ -1094,7 +1131,7 @@ static void run_numerics(const cf_target *tg, const cf_test *t, cf_outcome *o)
         const char *want = NULL;
         char err[CF_MSG];
         if (cf_json_string(ej, "status", "error", &want, err, sizeof err))
-            failf(o, "vector: %s", err);
+            failf(o, "invalid vector: %s", err);
         else if (st == KILN_OK)
             failf(o, "kiln_execute succeeded; expected %s", want);
         else if (strcmp(kiln_status_name(st), want) != 0)
@@ -1104,8 +1141,7 @@ static void run_numerics(const cf_target *tg, const cf_test *t, cf_outcome *o)
             if (outs[i] != NULL)
                 failf(o, "failed kiln_execute allocated outputs[%zu]", i);
     } else if (st != KILN_OK) {
-        failf(o, "kiln_execute: %s: %s", kiln_status_name(st),
-              kiln_last_error());
+        exec_failed(o, "", st);
     } else {
         check_outputs(ctx, outs, n_outs, json_object_get(t->json, "outputs"),
                       "", kf, o);
@@ -1133,8 +1169,9 @@ static int diff_run(kiln_context *ctx, const kiln_fusion *f, inputs *in,
                                   info);
     inputs_unwrap(in); /* the tensors belong to this context */
     if (st != KILN_OK) {
-        failf(o, "%s: kiln_execute: %s: %s", who, kiln_status_name(st),
-              kiln_last_error());
+        char w[64];
+        snprintf(w, sizeof w, "%s: ", who);
+        exec_failed(o, w, st);
         return 1;
     }
     return 0;
@@ -1142,10 +1179,12 @@ static int diff_run(kiln_context *ctx, const kiln_fusion *f, inputs *in,
 
 static void *host_copy(kiln_context *ctx, const kiln_tensor *t, cf_outcome *o)
 {
-    size_t nb = (size_t)kiln_tensor_numel(t) *
-                kiln_dtype_size(kiln_tensor_dtype(t));
-    void *b = malloc(nb ? nb : 1);
-    if (b == NULL || kiln_tensor_read(ctx, t, b, nb) != KILN_OK) {
+    size_t nb = 0;
+    void *b = NULL;
+    if (kiln_ckd_bytes(kiln_tensor_numel(t), kiln_dtype_size(kiln_tensor_dtype(t)),
+                       &nb) ||
+        (b = malloc(nb ? nb : 1)) == NULL ||
+        kiln_tensor_read(ctx, t, b, nb) != KILN_OK) {
         failf(o, "reading an output: %s", kiln_last_error());
         free(b);
         return NULL;
@@ -1207,7 +1246,7 @@ static void run_differential(const cf_target *tg, const cf_test *t,
     }
     if (!json_is_integer(seed) || !json_is_array(ins) || !json_is_array(tol) ||
         json_array_size(tol) != n_outs) {
-        failf(o, "vector: needs integer 'seed', 'inputs' list and one "
+        failf(o, "invalid vector: needs integer 'seed', 'inputs' list and one "
               "'tolerance' per output (%zu)", n_outs);
         goto done;
     }
@@ -1220,11 +1259,13 @@ static void run_differential(const cf_target *tg, const cf_test *t,
         snprintf(w, sizeof w, "inputs[%zu]", i);
         if (cf_diff_generate(json_array_get(ins, i), w, &state, &in.host[i],
                              err, sizeof err)) {
-            failf(o, "vector: %s", err);
+            failf(o, "invalid vector: %s", err);
             goto done;
         }
         in.n = i + 1;
     }
+    if (inputs_fit(f, in.n, "", o))
+        goto done;
     /* "inputsFirst" (optional) lets the runner prove its generator agrees
     ** with the one that wrote the vector. */
     const json_t *first = json_object_get(t->json, "inputsFirst");
@@ -1236,7 +1277,7 @@ static void run_differential(const cf_target *tg, const cf_test *t,
             if (!json_is_string(h) ||
                 cf_hex_parse(json_string_value(h), in.host[i].dtype, &want,
                              err, sizeof err)) {
-                failf(o, "vector: inputsFirst[%zu][%zu]: %s", i, k,
+                failf(o, "invalid vector: inputsFirst[%zu][%zu]: %s", i, k,
                       json_is_string(h) ? err : "must be a hex string");
                 goto done;
             }
@@ -1253,7 +1294,7 @@ static void run_differential(const cf_target *tg, const cf_test *t,
     }
     kiln_status st = make_context(tg, NULL, NULL, NULL, 1, &bt);
     if (st == KILN_OK) {
-        cf_target rt = {"ref", 0, tg->dump_stream};
+        cf_target rt = {"ref", 0, tg->dump_stream, tg->max_work};
         st = make_context(&rt, NULL, NULL, NULL, 1, &ref);
     }
     if (st != KILN_OK) {
@@ -1282,7 +1323,7 @@ static void run_differential(const cf_target *tg, const cf_test *t,
         snprintf(w, sizeof w, "tolerance[%zu]", i);
         if (cf_check_from_json(json_array_get(tol, i), w, dt, numel, &chk, err,
                                sizeof err)) {
-            failf(o, "vector: %s", err);
+            failf(o, "invalid vector: %s", err);
             break;
         }
         double *scale = NULL;
@@ -1300,17 +1341,30 @@ static void run_differential(const cf_target *tg, const cf_test *t,
                                   strlen(json_string_value(aj)),
                                   &af) != KILN_OK ||
                 (an = fusion_outputs(af)) == 0 || an > 16 || i >= an) {
-                failf(o, "vector: %s: sumBound needs 'n' and an 'absFusion' "
+                failf(o, "invalid vector: %s: sumBound needs 'n' and an 'absFusion' "
                       "with output %zu (%s)", w, i, kiln_last_error());
             } else if (!diff_run(ref, af, &in, &x, ao, an, "ref absFusion", NULL,
                                  o)) {
-                chk.sum_n = json_integer_value(nj);
-                void *sb = host_copy(ref, ao[i], o);
-                scale = calloc(numel + 1, sizeof *scale);
-                for (size_t k = 0; sb && scale && k < numel; k++)
-                    scale[k] = cf_to_double(kiln_tensor_dtype(ao[i]),
-                                            cf_load_bits(kiln_tensor_dtype(ao[i]), sb, k));
-                free(sb);
+                /* S per element: the absFusion output must have exactly
+                ** the main output's elements (it is read per element) */
+                kiln_dtype sdt = kiln_tensor_dtype(ao[i]);
+                if ((size_t)kiln_tensor_numel(ao[i]) != numel ||
+                    !cf_is_float(sdt)) {
+                    failf(o, "invalid vector: %s: output %zu of 'absFusion' "
+                          "is %s of %lld elements; sumBound needs a float "
+                          "output of the %zu elements output %zu has", w, i,
+                          kiln_dtype_name(sdt),
+                          (long long)kiln_tensor_numel(ao[i]), numel, i);
+                } else {
+                    chk.sum_n = json_integer_value(nj);
+                    void *sb = host_copy(ref, ao[i], o);
+                    scale = calloc(numel + 1, sizeof *scale);
+                    if (scale == NULL)
+                        failf(o, "out of memory");
+                    for (size_t k = 0; sb && scale && k < numel; k++)
+                        scale[k] = cf_to_double(sdt, cf_load_bits(sdt, sb, k));
+                    free(sb);
+                }
             }
             destroy_outputs(ao, an);
             kiln_fusion_destroy(af);
@@ -1364,23 +1418,33 @@ void cf_run_test(const cf_target *tg, const cf_test *test, cf_outcome *o)
     copy.json = test->json ? json_incref(test->json)
                            : json_loads(test->text, 0, &je);
     if (copy.json == NULL) {
-        failf(o, "vector: test text does not parse: %s", je.text);
+        failf(o, "invalid vector: test text does not parse: %s", je.text);
         return;
     }
-    if (strcmp(t->category, "options.parse") == 0)
-        run_parse(t, o);
-    else if (strcmp(t->category, "options.precedence") == 0)
-        run_precedence(tg, t, o);
-    else if (strcmp(t->category, "cache.isolation") == 0)
-        run_cache(tg, t, o);
-    else if (strcmp(t->category, "numerics") == 0)
-        run_numerics(tg, t, o);
-    else if (strcmp(t->category, "differential") == 0)
-        run_differential(tg, t, o);
-    else {
+    /* every field first, and the budget, before anything is allocated */
+    cf_cost cost;
+    char err[CF_MSG];
+    cf_target tb = *tg;
+    if (!cf_category_known(t->category)) {
         o->status = CF_SKIP;
         snprintf(o->msg, sizeof o->msg, "category '%s' is not known to this "
                  "runner", t->category);
+    } else if (cf_test_validate(t->category, copy.json, &cost, err,
+                                sizeof err)) {
+        failf(o, "invalid vector: %s", err);
+    } else {
+        tb.max_work = (uint64_t)(CF_BUDGET_WORK /
+                                 (cost.executes > 0 ? cost.executes : 1));
+        if (strcmp(t->category, "options.parse") == 0)
+            run_parse(t, o);
+        else if (strcmp(t->category, "options.precedence") == 0)
+            run_precedence(&tb, t, o);
+        else if (strcmp(t->category, "cache.isolation") == 0)
+            run_cache(&tb, t, o);
+        else if (strcmp(t->category, "numerics") == 0)
+            run_numerics(&tb, t, o);
+        else
+            run_differential(&tb, t, o);
     }
     if (o->status == CF_PASS && strcmp(t->result, "acceptable") == 0)
         o->acceptable = 1;

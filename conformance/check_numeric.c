@@ -152,7 +152,13 @@ int cf_check_from_json(const json_t *j, const char *where, kiln_dtype dt,
         c.kind = CF_CHECK_ULP;
         const json_t *mx = json_object_get(j, "max");
         const json_t *per = json_object_get(j, "maxPerElement");
-        if (json_is_integer(mx) && json_integer_value(mx) >= 0) {
+        if ((mx == NULL) == (per == NULL))
+            return cf_fail(err, cap, "%s: an ulp check needs exactly one of "
+                        "'max' and 'maxPerElement'", where);
+        if (mx != NULL) {
+            if (!json_is_integer(mx) || json_integer_value(mx) < 0)
+                return cf_fail(err, cap, "%s: 'max' must be an integer >= 0",
+                            where);
             c.max_ulp = (uint64_t)json_integer_value(mx);
         } else if (json_is_array(per)) {
             if (json_array_size(per) != numel)
@@ -172,8 +178,8 @@ int cf_check_from_json(const json_t *j, const char *where, kiln_dtype dt,
                 c.max_per_element[i] = (uint64_t)json_integer_value(x);
             }
         } else {
-            return cf_fail(err, cap, "%s: an ulp check needs 'max' (integer >= 0) "
-                        "or 'maxPerElement'", where);
+            return cf_fail(err, cap, "%s: 'maxPerElement' must be a list of "
+                        "integers >= 0", where);
         }
         if (!cf_is_float(dt))
             return cf_check_free(&c),
@@ -239,9 +245,11 @@ int cf_check_from_json(const json_t *j, const char *where, kiln_dtype dt,
         const char *key;
         json_t *list;
         json_object_foreach((json_t *)alts, key, list) {
+            /* canonical decimal only: "01", "-0", "+1", " 1" are not keys */
             char *end;
-            unsigned long idx = strtoul(key, &end, 10);
-            if (*key == '\0' || *end != '\0' || idx >= numel) {
+            unsigned long long idx = strtoull(key, &end, 10);
+            if (key[0] < '0' || key[0] > '9' || (key[0] == '0' && key[1]) ||
+                *end != '\0' || idx >= numel) {
                 cf_check_free(&c);
                 return cf_fail(err, cap, "%s: alternatives key '%s' is not an "
                             "element index below %zu", where, key, numel);

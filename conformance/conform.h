@@ -68,6 +68,9 @@ int cf_fail(char *err, size_t cap, const char *fmt, ...)
 ** "PATH: where: what" in err, and *out is untouched.  Free with
 ** cf_file_free (accepts a zeroed struct). */
 int cf_file_load(const char *path, cf_file *out, char *err, size_t cap);
+/* The same from len bytes in memory; `name` stands for the path. */
+int cf_file_load_buffer(const char *buf, size_t len, const char *name,
+                        cf_file *out, char *err, size_t cap);
 void cf_file_free(cf_file *f);
 
 /* Parse a hex bit pattern ("0x3f800000") of dtype dt into *bits.  The
@@ -101,6 +104,39 @@ uint64_t cf_load_bits(kiln_dtype dt, const void *data, size_t k);
 void cf_store_bits(kiln_dtype dt, void *data, size_t k, uint64_t bits);
 /* Copy a strided tensor into contiguous row-major element order. */
 void cf_tensor_gather(const cf_tensor *t, void *dst);
+
+/* ------------------------------------------------------ per-test budget */
+
+/* What one test may cost (docs/conformance.md, "Per-test budget"), so that
+** a small hostile vector file cannot make the runner allocate gigabytes or
+** run for hours:
+**   elements: the sum over every tensor the runner decodes or generates
+**     (inputs, expected outputs, differential inputs) of its storage
+**     length plus its element count, expected outputs of a concurrent test
+**     once per thread;
+**   work: the work of all the test's executes together, as kiln_execute
+**     counts it (kiln_context_config.max_work: every value's element
+**     count, plus M*N*K per matmul); each execute gets an equal share.
+** Both are enforced before anything of that size is allocated or run; a
+** test over either is an `invalid vector` failure. */
+#ifndef CF_BUDGET_ELEMENTS /* -D for the fuzz target only: same paths */
+#define CF_BUDGET_ELEMENTS ((int64_t)1 << 26)
+#endif
+#define CF_BUDGET_WORK ((int64_t)1 << 32)
+
+typedef struct cf_cost {
+    int64_t elements;   /* counted against CF_BUDGET_ELEMENTS */
+    int64_t executes;   /* the most kiln_execute calls the test makes */
+} cf_cost;
+
+/* Validate every field the runner reads from test object `test` of
+** `category` (a known one): JSON types, enumerations, integer ranges,
+** canonical integer keys, unknown fields, fields that do not apply to the
+** test's result; decode every tensor and check (holding the element budget
+** before each allocation) and count the executes.  On error non-zero with
+** "path: what" in err (path as in the JSON: "steps[2].expect.plan"). */
+int cf_test_validate(const char *category, const json_t *test, cf_cost *cost,
+                     char *err, size_t cap);
 
 /* Helpers for typed JSON access with a path in the error message. */
 int cf_json_string(const json_t *obj, const char *key, const char *where,
@@ -182,6 +218,16 @@ int cf_compare(const cf_check *c, kiln_dtype dt, size_t numel,
 ** Returns the next output and advances *state. */
 uint64_t cf_splitmix64(uint64_t *state);
 
+/* A differential input's "dist": uniform over [lo, hi) (float dtypes) or
+** integers in [lo, hi].  Non-zero + err when malformed. */
+typedef struct cf_dist {
+    int uniform;
+    double flo, fhi;          /* uniform */
+    int64_t ilo, ihi;         /* ints */
+} cf_dist;
+int cf_diff_dist(const json_t *input, const char *where, kiln_dtype dt,
+                 cf_dist *d, char *err, size_t cap);
+
 /* Generate the inputs of a differential test: each input in declaration
 ** order, each element in row-major order, from one splitmix64 stream
 ** seeded with `seed` (docs/conformance.md, "Differential inputs").
@@ -212,6 +258,7 @@ typedef struct cf_target {
     const char *backend;   /* name or path handed to kiln_context_create */
     int device;
     void *dump_stream;     /* FILE* for KILN_DUMP output (NULL: stderr) */
+    uint64_t max_work;     /* each context's max_work (0: Kiln's default) */
 } cf_target;
 
 /* The category names the runner knows, in suite order (NULL-terminated). */

@@ -72,56 +72,65 @@ static uint64_t double_to_bits(kiln_dtype dt, double x)
     }
 }
 
-int cf_diff_generate(const json_t *input, const char *where, uint64_t *state,
-                     cf_tensor *out, char *err, size_t cap)
+int cf_diff_dist(const json_t *input, const char *where, kiln_dtype dt,
+                 cf_dist *d, char *err, size_t cap)
 {
-    cf_tensor t;
-    if (cf_tensor_from_json(input, where, 0, &t, err, cap))
-        return 1;
-    if (t.strided) {
-        cf_tensor_free(&t);
-        return cf_fail(err, cap, "%s: differential inputs are contiguous (no "
-                    "'strides')", where);
-    }
     const json_t *dist = json_object_get(input, "dist");
     const char *kind = NULL;
     char w[160];
     snprintf(w, sizeof w, "%s.dist", where);
-    if (!json_is_object(dist)) {
-        cf_tensor_free(&t);
+    if (!json_is_object(dist))
         return cf_fail(err, cap, "%s: missing or malformed 'dist'", where);
-    }
-    if (cf_json_string(dist, "kind", w, &kind, err, cap)) {
-        cf_tensor_free(&t);
+    if (cf_json_string(dist, "kind", w, &kind, err, cap))
         return 1;
-    }
     const json_t *lo = json_object_get(dist, "lo"), *hi = json_object_get(dist, "hi");
-    int uniform = strcmp(kind, "uniform") == 0;
-    if (!uniform && strcmp(kind, "ints") != 0) {
-        cf_tensor_free(&t);
+    memset(d, 0, sizeof *d);
+    d->uniform = strcmp(kind, "uniform") == 0;
+    if (!d->uniform && strcmp(kind, "ints") != 0)
         return cf_fail(err, cap, "%s: unknown kind '%s' (uniform, ints)", w, kind);
-    }
-    if (uniform ? (!json_is_number(lo) || !json_is_number(hi) ||
-                   !cf_is_float(t.dtype))
-                : (!json_is_integer(lo) || !json_is_integer(hi) ||
-                   json_integer_value(hi) < json_integer_value(lo))) {
-        cf_tensor_free(&t);
+    if (d->uniform ? (!json_is_number(lo) || !json_is_number(hi) ||
+                      !(json_number_value(lo) <= json_number_value(hi)) ||
+                      !cf_is_float(dt))
+                   : (!json_is_integer(lo) || !json_is_integer(hi) ||
+                      json_integer_value(hi) < json_integer_value(lo)))
         return cf_fail(err, cap, "%s: %s needs numbers lo <= hi%s", w, kind,
-                    uniform ? " and a float dtype" : " (integers)");
+                    d->uniform ? " and a float dtype" : " (integers)");
+    if (d->uniform) {
+        d->flo = json_number_value(lo);
+        d->fhi = json_number_value(hi);
+    } else {
+        d->ilo = json_integer_value(lo);
+        d->ihi = json_integer_value(hi);
     }
-    free(t.data);
+    return 0;
+}
+
+int cf_diff_generate(const json_t *input, const char *where, uint64_t *state,
+                     cf_tensor *out, char *err, size_t cap)
+{
+    cf_tensor t;
+    cf_dist d;
+    if (cf_tensor_from_json(input, where, 0, &t, err, cap))
+        return 1;
+    if (t.strided || t.data != NULL) {
+        cf_tensor_free(&t);
+        return cf_fail(err, cap, "%s: differential inputs are contiguous and "
+                    "generated (no 'strides', no 'data')", where);
+    }
+    if (cf_diff_dist(input, where, t.dtype, &d, err, cap))
+        return 1;
     t.data = calloc(t.numel ? t.numel : 1, kiln_dtype_size(t.dtype));
     if (t.data == NULL)
         return cf_fail(err, cap, "%s: out of memory", where);
     for (size_t k = 0; k < t.numel; k++) {
         uint64_t r = cf_splitmix64(state), bits;
-        if (uniform) {
-            double l = json_number_value(lo), h = json_number_value(hi);
+        if (d.uniform) {
+            double l = d.flo, h = d.fhi;
             volatile double span = h - l; /* keep the rounding steps apart */
             volatile double prod = span * ((double)(r >> 11) * 0x1p-53);
             bits = double_to_bits(t.dtype, l + prod);
         } else {
-            int64_t l = json_integer_value(lo), h = json_integer_value(hi);
+            int64_t l = d.ilo, h = d.ihi;
             uint64_t range = (uint64_t)h - (uint64_t)l + 1; /* 0: full range */
             int64_t v = (int64_t)((uint64_t)l + (range ? r % range : r));
             switch (t.dtype) {

@@ -19,9 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckd.h"
 #include "conform.h"
 
-#define CF_MAX_ELEMENTS ((size_t)1 << 28) /* per tensor; guards allocation */
+#define CF_MAX_ELEMENTS CF_BUDGET_ELEMENTS /* per tensor; a test's total too */
 
 /* Format a message into err (cap bytes, may truncate) and return 1. */
 int cf_fail(char *err, size_t cap, const char *fmt, ...)
@@ -190,14 +191,29 @@ static int pack(cf_file *f)
     return rc;
 }
 
-int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
+/* "1.MINOR.PATCH" with decimal parts: the versions this runner reads. */
+static int semver_1(const char *v)
+{
+    if (strncmp(v, "1.", 2) != 0)
+        return 0;
+    v += 2;
+    for (int part = 0; part < 2; part++) {
+        if (!isdigit((unsigned char)*v))
+            return 0;
+        while (isdigit((unsigned char)*v))
+            v++;
+        if (*v != (part == 0 ? '.' : '\0'))
+            return 0;
+        v++;
+    }
+    return 1;
+}
+
+/* Validate the parsed file `root` (consumed) into *out; `path` names it. */
+static int load_root(json_t *root, const char *path, cf_file *out, char *err,
+                     size_t cap)
 {
     char e[CF_MSG];
-    json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (root == NULL)
-        return cf_fail(err, cap, "%s:%d:%d: invalid JSON: %s", path, je.line,
-                    je.column, je.text);
     cf_file f;
     memset(&f, 0, sizeof f);
     const char *suite = NULL, *version = NULL, *category = NULL;
@@ -216,9 +232,9 @@ int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
              suite);
         goto bad;
     }
-    if (strncmp(version, "1.", 2) != 0) {
+    if (!semver_1(version)) {
         cf_fail(e, sizeof e,
-             "suiteVersion '%s' is not supported (this runner reads 1.x)",
+             "suiteVersion '%.40s' is not supported (this runner reads 1.x.y)",
              version);
         goto bad;
     }
@@ -227,6 +243,14 @@ int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
         cf_fail(e, sizeof e, "'notes' must be an object (flag -> definition)");
         goto bad;
     }
+    const char *flag;
+    json_t *def;
+    json_object_foreach((json_t *)notes, flag, def)
+        if (!json_is_string(def)) {
+            cf_fail(e, sizeof e, "notes.%.40s: must be a string (the flag's "
+                 "definition)", flag);
+            goto bad;
+        }
     groups = json_object_get(root, "testGroups");
     if (!json_is_array(groups)) {
         cf_fail(e, sizeof e, "'testGroups' must be a list");
@@ -297,6 +321,27 @@ bad:
     cf_file_free(&f);
     json_decref(root);
     return cf_fail(err, cap, "%s: %s", path, e);
+}
+
+int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (root == NULL)
+        return cf_fail(err, cap, "%s:%d:%d: invalid JSON: %s", path, je.line,
+                    je.column, je.text);
+    return load_root(root, path, out, err, cap);
+}
+
+int cf_file_load_buffer(const char *buf, size_t len, const char *name,
+                        cf_file *out, char *err, size_t cap)
+{
+    json_error_t je;
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    if (root == NULL)
+        return cf_fail(err, cap, "%s:%d:%d: invalid JSON: %s", name, je.line,
+                    je.column, je.text);
+    return load_root(root, name, out, err, cap);
 }
 
 /* -------------------------------------------------------------- hex, bits */
@@ -386,56 +431,61 @@ static int int_list(const json_t *v, const char *where, const char *key,
     return 0;
 }
 
-int cf_tensor_from_json(const json_t *j, const char *where, int need_data,
-                        cf_tensor *out, char *err, size_t cap)
+/* dtype, shape and strides of tensor j into *t (no data), with the element
+** count and storage length computed with checked arithmetic and each held
+** to CF_MAX_ELEMENTS; nothing is allocated. */
+static int tensor_shape(const json_t *j, const char *where, cf_tensor *t,
+                        char *err, size_t cap)
 {
-    cf_tensor t;
-    memset(&t, 0, sizeof t);
     const char *dts = NULL;
+    memset(t, 0, sizeof *t);
     if (!json_is_object(j))
         return cf_fail(err, cap, "%s: a tensor must be an object", where);
     if (cf_json_string(j, "dtype", where, &dts, err, cap))
         return 1;
-    if (kiln_dtype_parse(dts, &t.dtype) != KILN_OK)
+    if (kiln_dtype_parse(dts, &t->dtype) != KILN_OK)
         return cf_fail(err, cap, "%s: unknown dtype '%s'", where, dts);
     const json_t *shape = json_object_get(j, "shape");
     if (shape == NULL)
         return cf_fail(err, cap, "%s: missing field 'shape'", where);
-    if (int_list(shape, where, "shape", t.shape, &t.rank, err, cap))
+    if (int_list(shape, where, "shape", t->shape, &t->rank, err, cap))
         return 1;
-    size_t numel = 1;
-    for (int i = 0; i < t.rank; i++) {
-        if (t.shape[i] != 0 && numel > CF_MAX_ELEMENTS / (size_t)t.shape[i])
-            return cf_fail(err, cap, "%s: too many elements", where);
-        numel *= (size_t)t.shape[i];
-    }
-    if (numel > CF_MAX_ELEMENTS)
-        return cf_fail(err, cap, "%s: too many elements", where);
-    t.numel = numel;
+    int64_t numel, storage, span = 1;
+    if (kiln_ckd_numel(t->rank, t->shape, &numel) || numel > CF_MAX_ELEMENTS)
+        return cf_fail(err, cap, "%s: too many elements (at most %lld per "
+                    "tensor)", where, (long long)CF_MAX_ELEMENTS);
     const json_t *strides = json_object_get(j, "strides");
-    if (strides != NULL && !json_is_null(strides)) {
+    if (strides != NULL) {
         int n;
-        if (int_list(strides, where, "strides", t.strides, &n, err, cap))
+        if (int_list(strides, where, "strides", t->strides, &n, err, cap))
             return 1;
-        if (n != t.rank)
+        if (n != t->rank)
             return cf_fail(err, cap, "%s: 'strides' has %d entries for rank %d",
-                        where, n, t.rank);
-        t.strided = 1;
-        size_t last = 0;
-        for (int i = 0; i < t.rank; i++)
-            if (t.shape[i] > 0)
-                last += (size_t)(t.shape[i] - 1) * (size_t)t.strides[i];
-        t.storage = numel == 0 ? 0 : last + 1;
-        if (t.storage > CF_MAX_ELEMENTS)
-            return cf_fail(err, cap, "%s: storage too large", where);
+                        where, n, t->rank);
+        t->strided = 1;
     } else {
-        int64_t s = 1;
-        for (int i = t.rank - 1; i >= 0; i--) {
-            t.strides[i] = s;
-            s *= t.shape[i] ? t.shape[i] : 1;
+        for (int i = t->rank - 1; i >= 0; i--) {
+            t->strides[i] = span;
+            if (kiln_ckd_mul(span, t->shape[i] ? t->shape[i] : 1, &span))
+                return cf_fail(err, cap, "%s: the sizes multiply past 64 bits",
+                            where);
         }
-        t.storage = numel;
     }
+    if (kiln_ckd_extent(t->rank, t->shape, t->strides, &storage) ||
+        storage > CF_MAX_ELEMENTS)
+        return cf_fail(err, cap, "%s: storage too large (at most %lld "
+                    "elements per tensor)", where, (long long)CF_MAX_ELEMENTS);
+    t->numel = (size_t)numel;
+    t->storage = (size_t)storage;
+    return 0;
+}
+
+int cf_tensor_from_json(const json_t *j, const char *where, int need_data,
+                        cf_tensor *out, char *err, size_t cap)
+{
+    cf_tensor t;
+    if (tensor_shape(j, where, &t, err, cap))
+        return 1;
     const json_t *data = json_object_get(j, "data");
     if (data == NULL) {
         if (need_data)
@@ -521,4 +571,593 @@ void cf_tensor_gather(const cf_tensor *t, void *dst)
             idx[i] = 0;
         }
     }
+}
+
+/* --------------------------------------------------- per-test validation */
+
+/* The state of one cf_test_validate: the cost so far and where errors go.
+** Field paths follow the JSON ("steps[2].expect.plan"); the top level of
+** the test is the empty path, so its fields print bare ("threads"). */
+typedef struct vstate {
+    cf_cost *cost;
+    char *err;
+    size_t cap;
+} vstate;
+
+static const char *const opt_error_keys[] = {"kind", "offset", "token",
+                                             "source", NULL};
+static const char *const opt_error_kinds[] = {"syntax", "unknown", "argument",
+                                              "element", NULL};
+static const char *const env_keys[] = {"enable", "disable", "dump", NULL};
+static const char *const hit_miss_any[] = {"hit", "miss", "any", NULL};
+
+/* "a.b" from where "a" and key "b" (or "b" at the top level). */
+static void field(char *buf, size_t cap, const char *where, const char *key)
+{
+    if (snprintf(buf, cap, "%s%s%s", where, *where ? "." : "", key) < 0)
+        buf[0] = '\0'; /* a long path is cut, never overrun */
+}
+
+static const char *jtype(const json_t *j)
+{
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "a list";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a real number";
+    case JSON_TRUE: return "true";
+    case JSON_FALSE: return "false";
+    default: return "null";
+    }
+}
+
+/* "a, b or c" */
+static void join(const char *const *words, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; words[i] && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i == 0 ? ""
+                              : words[i + 1] ? ", " : " or ", words[i]);
+}
+
+/* Every key of object obj (at `where`) is one of keys. */
+static int v_keys(vstate *v, const json_t *obj, const char *where,
+                  const char *const *keys)
+{
+    const char *k;
+    json_t *val;
+    json_object_foreach((json_t *)obj, k, val) {
+        size_t i = 0;
+        while (keys[i] && strcmp(keys[i], k) != 0)
+            i++;
+        if (keys[i] == NULL) {
+            char f[256], list[256];
+            field(f, sizeof f, where, k);
+            join(keys, list, sizeof list);
+            return cf_fail(v->err, v->cap, "%s: unknown field (the fields "
+                        "here are %s)", f, list);
+        }
+    }
+    return 0;
+}
+
+/* obj[key] into *out; absent: an error when required, else *out = NULL. */
+static int v_get(vstate *v, const json_t *obj, const char *where,
+                 const char *key, int required, const json_t **out)
+{
+    char f[256];
+    *out = json_object_get(obj, key);
+    if (*out == NULL && required) {
+        field(f, sizeof f, where, key);
+        return cf_fail(v->err, v->cap, "%s: missing field", f);
+    }
+    return 0;
+}
+
+/* A string field; with `allowed`, one of those words. */
+static int v_string(vstate *v, const json_t *obj, const char *where,
+                    const char *key, int required, const char *const *allowed,
+                    const char **out)
+{
+    const json_t *j;
+    char f[256], list[256];
+    if (out)
+        *out = NULL;
+    if (v_get(v, obj, where, key, required, &j) || j == NULL)
+        return j == NULL && required;
+    field(f, sizeof f, where, key);
+    if (!json_is_string(j))
+        return cf_fail(v->err, v->cap, "%s: must be a string, not %s", f,
+                    jtype(j));
+    for (size_t i = 0; allowed && allowed[i]; i++)
+        if (strcmp(allowed[i], json_string_value(j)) == 0)
+            allowed = NULL;
+    if (allowed) {
+        join(allowed, list, sizeof list);
+        return cf_fail(v->err, v->cap, "%s: '%.40s' is not %s", f,
+                    json_string_value(j), list);
+    }
+    if (out)
+        *out = json_string_value(j);
+    return 0;
+}
+
+/* An integer field in lo..hi (a real number like 1.0 is not an integer). */
+static int v_int(vstate *v, const json_t *obj, const char *where,
+                 const char *key, int required, json_int_t lo, json_int_t hi,
+                 json_int_t *out)
+{
+    const json_t *j;
+    char f[256];
+    if (v_get(v, obj, where, key, required, &j) || j == NULL)
+        return j == NULL && required;
+    field(f, sizeof f, where, key);
+    if (!json_is_integer(j))
+        return cf_fail(v->err, v->cap, "%s: must be an integer in %lld..%lld, "
+                    "not %s", f, (long long)lo, (long long)hi, jtype(j));
+    if (json_integer_value(j) < lo || json_integer_value(j) > hi)
+        return cf_fail(v->err, v->cap, "%s: %lld is outside %lld..%lld", f,
+                    (long long)json_integer_value(j), (long long)lo,
+                    (long long)hi);
+    if (out)
+        *out = json_integer_value(j);
+    return 0;
+}
+
+/* A field of JSON type `type` (JSON_OBJECT, JSON_ARRAY, JSON_TRUE for a
+** boolean). */
+static int v_typed(vstate *v, const json_t *obj, const char *where,
+                   const char *key, int required, json_type type,
+                   const json_t **out)
+{
+    static const char *const names[] = {"an object", "a list", "", "", "",
+                                        "true or false"};
+    char f[256];
+    if (v_get(v, obj, where, key, required, out) || *out == NULL)
+        return *out == NULL && required;
+    field(f, sizeof f, where, key);
+    int ok = type == JSON_TRUE ? json_is_boolean(*out)
+                               : json_typeof(*out) == type;
+    if (!ok)
+        return cf_fail(v->err, v->cap, "%s: must be %s, not %s", f,
+                    names[type], jtype(*out));
+    return 0;
+}
+
+/* A list of strings (execute elements). */
+static int v_strings(vstate *v, const json_t *obj, const char *where,
+                     const char *key, int required)
+{
+    const json_t *l;
+    char f[256];
+    if (v_typed(v, obj, where, key, required, JSON_ARRAY, &l))
+        return 1;
+    if (l == NULL)
+        return 0;
+    field(f, sizeof f, where, key);
+    for (size_t i = 0; i < json_array_size(l); i++)
+        if (!json_is_string(json_array_get(l, i)))
+            return cf_fail(v->err, v->cap, "%s[%zu]: must be a string, not %s",
+                        f, i, jtype(json_array_get(l, i)));
+    return 0;
+}
+
+/* {"enable", "disable"} execute elements; absent lists are empty. */
+static int v_options(vstate *v, const json_t *obj, const char *where,
+                     const char *key)
+{
+    static const char *const keys[] = {"enable", "disable", NULL};
+    const json_t *o;
+    char f[256];
+    if (v_typed(v, obj, where, key, 0, JSON_OBJECT, &o))
+        return 1;
+    if (o == NULL)
+        return 0;
+    field(f, sizeof f, where, key);
+    return v_keys(v, o, f, keys) || v_strings(v, o, f, "enable", 0) ||
+           v_strings(v, o, f, "disable", 0);
+}
+
+/* An environment object: each of enable/disable/dump a string or null
+** (absent = null). */
+static int v_env(vstate *v, const json_t *obj, const char *where,
+                 const char *key, int required)
+{
+    const json_t *e;
+    char f[256];
+    if (v_get(v, obj, where, key, required, &e) || e == NULL || json_is_null(e))
+        return e == NULL && required;
+    field(f, sizeof f, where, key);
+    if (!json_is_object(e))
+        return cf_fail(v->err, v->cap, "%s: must be an object or null, not %s",
+                    f, jtype(e));
+    if (v_keys(v, e, f, env_keys))
+        return 1;
+    for (int i = 0; env_keys[i]; i++) {
+        const json_t *s = json_object_get(e, env_keys[i]);
+        if (s != NULL && !json_is_string(s) && !json_is_null(s))
+            return cf_fail(v->err, v->cap, "%s.%s: must be a string or null, "
+                        "not %s", f, env_keys[i], jtype(s));
+    }
+    return 0;
+}
+
+/* An option error {"kind", "offset", "token", "source"?}. */
+static int v_opt_error(vstate *v, const json_t *obj, const char *where,
+                       const char *key)
+{
+    const json_t *e;
+    char f[256];
+    if (v_typed(v, obj, where, key, 1, JSON_OBJECT, &e))
+        return 1;
+    field(f, sizeof f, where, key);
+    return v_keys(v, e, f, opt_error_keys) ||
+           v_string(v, e, f, "kind", 1, opt_error_kinds, NULL) ||
+           v_int(v, e, f, "offset", 1, 0, INT32_MAX, NULL) ||
+           v_string(v, e, f, "token", 1, NULL, NULL) ||
+           v_string(v, e, f, "source", 0, NULL, NULL);
+}
+
+/* `key` must be absent: it does not apply here (it would be ignored). */
+static int v_absent(vstate *v, const json_t *obj, const char *where,
+                    const char *key, const char *why)
+{
+    char f[256];
+    if (json_object_get(obj, key) == NULL)
+        return 0;
+    field(f, sizeof f, where, key);
+    return cf_fail(v->err, v->cap, "%s: does not apply %s", f, why);
+}
+
+/* Charge n elements, `times` times, to the test's element budget. */
+static int v_charge(vstate *v, const char *where, int64_t n, int64_t times)
+{
+    int64_t total;
+    if (kiln_ckd_mul(n, times, &n) ||
+        kiln_ckd_add(v->cost->elements, n, &total) ||
+        total > CF_BUDGET_ELEMENTS)
+        return cf_fail(v->err, v->cap, "%s: the test's tensors exceed the "
+                    "per-test budget of %lld elements here (storage plus "
+                    "element count of every tensor; docs/conformance.md, "
+                    "\"Per-test budget\")", where,
+                    (long long)CF_BUDGET_ELEMENTS);
+    v->cost->elements = total;
+    return 0;
+}
+
+/* A tensor: known fields; its size charged to the budget before it is
+** decoded; decoded (every hex digit) and freed.  kind 0: an input with
+** data; 1: an expected output with its check, counted `times` times (once
+** per thread); 2: a generated differential input (dtype, shape, dist). */
+static int v_tensor(vstate *v, const json_t *j, const char *where, int kind,
+                    int64_t times)
+{
+    static const char *const keys[3][5] = {
+        {"dtype", "shape", "strides", "data", NULL},
+        {"dtype", "shape", "data", "check", NULL},
+        {"dtype", "shape", "dist", NULL, NULL}};
+    cf_tensor t;
+    if (!json_is_object(j))
+        return cf_fail(v->err, v->cap, "%s: must be a tensor object, not %s",
+                    where, jtype(j));
+    if (v_keys(v, j, where, keys[kind]) ||
+        tensor_shape(j, where, &t, v->err, v->cap) ||
+        v_charge(v, where, (int64_t)(t.numel + t.storage), times))
+        return 1;
+    if (kind == 2) {
+        cf_dist d;
+        return cf_diff_dist(j, where, t.dtype, &d, v->err, v->cap);
+    }
+    if (cf_tensor_from_json(j, where, 1, &t, v->err, v->cap))
+        return 1;
+    int rc = 0;
+    if (kind == 1) {
+        static const char *const check_keys[] = {
+            "kind", "max", "maxPerElement", "bounds", "ftz", "alternatives",
+            NULL};
+        static const char *const kinds[] = {"exact", "ulp", "abs", NULL};
+        const json_t *c;
+        const char *k;
+        char f[256];
+        cf_check chk;
+        field(f, sizeof f, where, "check");
+        rc = v_typed(v, j, where, "check", 1, JSON_OBJECT, &c) ||
+             v_keys(v, c, f, check_keys) ||
+             v_string(v, c, f, "kind", 1, kinds, &k) ||
+             (strcmp(k, "ulp") != 0 &&
+              (v_absent(v, c, f, "max", "to this check kind") ||
+               v_absent(v, c, f, "maxPerElement", "to this check kind"))) ||
+             (strcmp(k, "abs") != 0 &&
+              v_absent(v, c, f, "bounds", "to this check kind")) ||
+             cf_check_from_json(c, f, t.dtype, t.numel, &chk, v->err, v->cap);
+        if (!rc)
+            cf_check_free(&chk);
+    }
+    cf_tensor_free(&t);
+    return rc;
+}
+
+/* A list of tensors at obj[key]. */
+static int v_tensors(vstate *v, const json_t *obj, const char *where,
+                     const char *key, int required, int kind, int64_t times)
+{
+    const json_t *l;
+    char f[256], w[300];
+    if (v_typed(v, obj, where, key, required, JSON_ARRAY, &l))
+        return 1;
+    if (l == NULL)
+        return 0;
+    field(f, sizeof f, where, key);
+    for (size_t i = 0; i < json_array_size(l); i++) {
+        if (snprintf(w, sizeof w, "%s[%zu]", f, i) < 0)
+            w[0] = '\0';
+        if (v_tensor(v, json_array_get(l, i), w, kind, times))
+            return 1;
+    }
+    return 0;
+}
+
+/* valid/acceptable tests carry `want`, invalid ones `error`, never both. */
+static int v_result_fields(vstate *v, const json_t *t, const char *result,
+                           const char *want, const char *error)
+{
+    int invalid = strcmp(result, "invalid") == 0;
+    const json_t *x;
+    if (invalid)
+        return v_absent(v, t, "", want, "to an invalid test") ||
+               v_get(v, t, "", error, 1, &x);
+    return v_absent(v, t, "", error, "to a valid or acceptable test") ||
+           v_get(v, t, "", want, 1, &x);
+}
+
+static int v_parse(vstate *v, const json_t *t, const char *result)
+{
+    static const char *const keys[] = {"tcId", "comment", "flags", "result",
+                                       "source", "set", "input", "canonical",
+                                       "error", NULL};
+    static const char *const sources[] = {"env", "execute", NULL};
+    static const char *const sets[] = {"enable", "disable", "dump", NULL};
+    const char *source, *set;
+    if (v_keys(v, t, "", keys) ||
+        v_string(v, t, "", "source", 1, sources, &source) ||
+        v_string(v, t, "", "set", 1, sets, &set) ||
+        v_string(v, t, "", "input", 1, NULL, NULL) ||
+        v_result_fields(v, t, result, "canonical", "error"))
+        return 1;
+    if (strcmp(source, "execute") == 0 && strcmp(set, "dump") == 0)
+        return cf_fail(v->err, v->cap, "set: 'dump' has no execute list "
+                    "(source must be env)");
+    return strcmp(result, "invalid") == 0
+               ? v_opt_error(v, t, "", "error")
+               : v_string(v, t, "", "canonical", 1, NULL, NULL);
+}
+
+static int v_precedence(vstate *v, const json_t *t, const char *result)
+{
+    static const char *const keys[] = {"tcId", "comment", "flags", "result",
+                                       "env", "steps", "createError", NULL};
+    static const char *const actions[] = {"execute", "setenv", "reload",
+                                          NULL};
+    static const char *const step_keys[3][7] = {
+        {"action", "enable", "disable", "canonical", "levels", "error", NULL},
+        {"action", "env", NULL},
+        {"action", "error", NULL}};
+    static const char *const level_keys[] = {"plan", "kernel", "none", NULL};
+    const json_t *steps;
+    int errors = json_object_get(t, "createError") != NULL;
+    if (v_keys(v, t, "", keys) || v_env(v, t, "", "env", 0) ||
+        v_typed(v, t, "", "steps", 1, JSON_ARRAY, &steps) ||
+        (errors && v_opt_error(v, t, "", "createError")))
+        return 1;
+    if (errors && json_array_size(steps) > 0)
+        return cf_fail(v->err, v->cap, "steps: must be empty when "
+                    "'createError' is given (the context is never created)");
+    for (size_t i = 0; i < json_array_size(steps); i++) {
+        const json_t *s = json_array_get(steps, i), *lv;
+        const char *a;
+        char w[48], f[96];
+        snprintf(w, sizeof w, "steps[%zu]", i);
+        if (!json_is_object(s))
+            return cf_fail(v->err, v->cap, "%s: must be an object, not %s", w,
+                        jtype(s));
+        if (v_string(v, s, w, "action", 1, actions, &a))
+            return 1;
+        int k = a[0] == 'e' ? 0 : a[0] == 's' ? 1 : 2;
+        int has_error = json_object_get(s, "error") != NULL;
+        errors += has_error;
+        if (v_keys(v, s, w, step_keys[k]) ||
+            (has_error && v_opt_error(v, s, w, "error")))
+            return 1;
+        if (k == 1 && v_env(v, s, w, "env", 1))
+            return 1;
+        if (k != 0)
+            continue;
+        v->cost->executes++;
+        if (v_strings(v, s, w, "enable", 0) || v_strings(v, s, w, "disable", 0))
+            return 1;
+        if (has_error) {
+            if (v_absent(v, s, w, "canonical", "to a step that expects an "
+                                               "error") ||
+                v_absent(v, s, w, "levels", "to a step that expects an error"))
+                return 1;
+            continue;
+        }
+        field(f, sizeof f, w, "levels");
+        if (v_string(v, s, w, "canonical", 1, NULL, NULL) ||
+            v_typed(v, s, w, "levels", 1, JSON_OBJECT, &lv) ||
+            v_keys(v, lv, f, level_keys) ||
+            v_string(v, lv, f, "plan", 1, NULL, NULL) ||
+            v_string(v, lv, f, "kernel", 1, NULL, NULL) ||
+            v_string(v, lv, f, "none", 1, NULL, NULL))
+            return 1;
+    }
+    if ((errors > 0) != (strcmp(result, "invalid") == 0))
+        return cf_fail(v->err, v->cap, "result: '%s', but %s", result,
+                    errors ? "the test expects an error (it is 'invalid')"
+                           : "no step expects an error");
+    return 0;
+}
+
+static int v_cache(vstate *v, const json_t *t)
+{
+    static const char *const keys[] = {"tcId", "comment", "flags", "result",
+                                       "fusion", "env", "steps", "threads",
+                                       "concurrent", NULL};
+    static const char *const step_keys[] = {"enable", "disable", "inputs",
+                                            "outputs", "expect", NULL};
+    static const char *const expect_keys[] = {"plan", "kernels", "compiles",
+                                              NULL};
+    const json_t *steps, *conc;
+    json_int_t threads = 1;
+    if (v_keys(v, t, "", keys) || v_string(v, t, "", "fusion", 1, NULL, NULL) ||
+        v_env(v, t, "", "env", 0) ||
+        v_typed(v, t, "", "concurrent", 0, JSON_TRUE, &conc) ||
+        v_int(v, t, "", "threads", json_is_true(conc), 1, 64, &threads) ||
+        v_typed(v, t, "", "steps", 1, JSON_ARRAY, &steps))
+        return 1;
+    if (!json_is_true(conc) && json_object_get(t, "threads") != NULL)
+        return cf_fail(v->err, v->cap, "threads: applies only with "
+                    "\"concurrent\": true");
+    if (json_array_size(steps) == 0)
+        return cf_fail(v->err, v->cap, "steps: must list at least one step");
+    for (size_t i = 0; i < json_array_size(steps); i++) {
+        const json_t *s = json_array_get(steps, i), *ex;
+        char w[48], f[96];
+        snprintf(w, sizeof w, "steps[%zu]", i);
+        field(f, sizeof f, w, "expect");
+        if (!json_is_object(s))
+            return cf_fail(v->err, v->cap, "%s: must be an object, not %s", w,
+                        jtype(s));
+        if (v_keys(v, s, w, step_keys) || v_strings(v, s, w, "enable", 0) ||
+            v_strings(v, s, w, "disable", 0) ||
+            v_tensors(v, s, w, "inputs", 1, 0, 1) ||
+            v_tensors(v, s, w, "outputs", 1, 1, threads) ||
+            v_typed(v, s, w, "expect", 1, JSON_OBJECT, &ex) ||
+            v_keys(v, ex, f, expect_keys) ||
+            v_string(v, ex, f, "plan", 1, hit_miss_any, NULL) ||
+            v_string(v, ex, f, "kernels", 1, hit_miss_any, NULL) ||
+            v_int(v, ex, f, "compiles", 0, 0, INT64_MAX, NULL))
+            return 1;
+    }
+    v->cost->executes = (int64_t)json_array_size(steps) * threads;
+    return 0;
+}
+
+static int v_numerics(vstate *v, const json_t *t, const char *result)
+{
+    static const char *const keys[] = {"tcId", "comment", "flags", "result",
+                                       "fusion", "options", "inputs",
+                                       "outputs", "error", NULL};
+    static const char *const error_keys[] = {"status", NULL};
+    const json_t *e;
+    const char *status;
+    v->cost->executes = 1;
+    if (v_keys(v, t, "", keys) || v_string(v, t, "", "fusion", 1, NULL, NULL) ||
+        v_options(v, t, "", "options") ||
+        v_tensors(v, t, "", "inputs", 1, 0, 1) ||
+        v_result_fields(v, t, result, "outputs", "error"))
+        return 1;
+    if (strcmp(result, "invalid") != 0)
+        return v_tensors(v, t, "", "outputs", 1, 1, 1);
+    if (v_typed(v, t, "", "error", 1, JSON_OBJECT, &e) ||
+        v_keys(v, e, "error", error_keys) ||
+        v_string(v, e, "error", "status", 1, NULL, &status))
+        return 1;
+    for (int s = 0; s < 256; s++)
+        if (strcmp(kiln_status_name((kiln_status)s), status) == 0)
+            return 0;
+    return cf_fail(v->err, v->cap, "error.status: '%.40s' is not a Kiln "
+                "status name (KILN_ERR_...)", status);
+}
+
+static int v_differential(vstate *v, const json_t *t)
+{
+    static const char *const keys[] = {"tcId", "comment", "flags", "result",
+                                       "fusion", "options", "seed", "inputs",
+                                       "inputsFirst", "tolerance", NULL};
+    static const char *const tol_kinds[] = {"exact", "ulp", "sumBound", NULL};
+    static const char *const tol_keys[3][4] = {
+        {"kind", NULL}, {"kind", "max", NULL}, {"kind", "n", "absFusion", NULL}};
+    const json_t *ins, *first, *tol;
+    if (v_keys(v, t, "", keys) || v_string(v, t, "", "fusion", 1, NULL, NULL) ||
+        v_options(v, t, "", "options") ||
+        v_int(v, t, "", "seed", 1, 0, INT64_MAX, NULL) ||
+        v_tensors(v, t, "", "inputs", 1, 2, 1) ||
+        v_typed(v, t, "", "inputs", 1, JSON_ARRAY, &ins) ||
+        v_typed(v, t, "", "inputsFirst", 0, JSON_ARRAY, &first) ||
+        v_typed(v, t, "", "tolerance", 1, JSON_ARRAY, &tol))
+        return 1;
+    if (first && json_array_size(first) > json_array_size(ins))
+        return cf_fail(v->err, v->cap, "inputsFirst: %zu rows for %zu inputs",
+                    json_array_size(first), json_array_size(ins));
+    for (size_t i = 0; first && i < json_array_size(first); i++) {
+        const json_t *row = json_array_get(first, i);
+        cf_tensor in;
+        char w[48];
+        snprintf(w, sizeof w, "inputsFirst[%zu]", i);
+        if (!json_is_array(row))
+            return cf_fail(v->err, v->cap, "%s: must be a list, not %s", w,
+                        jtype(row));
+        if (tensor_shape(json_array_get(ins, i), w, &in, v->err, v->cap))
+            return 1;
+        if (json_array_size(row) > in.numel)
+            return cf_fail(v->err, v->cap, "%s: %zu values for %zu elements",
+                        w, json_array_size(row), in.numel);
+        for (size_t k = 0; k < json_array_size(row); k++) {
+            const json_t *h = json_array_get(row, k);
+            uint64_t bits;
+            char e[160];
+            if (!json_is_string(h))
+                return cf_fail(v->err, v->cap, "%s[%zu]: must be a hex string, "
+                            "not %s", w, k, jtype(h));
+            if (cf_hex_parse(json_string_value(h), in.dtype, &bits, e, sizeof e))
+                return cf_fail(v->err, v->cap, "%s[%zu]: %s", w, k, e);
+        }
+    }
+    v->cost->executes = 2;
+    for (size_t i = 0; i < json_array_size(tol); i++) {
+        const json_t *c = json_array_get(tol, i);
+        const char *k;
+        char w[48];
+        snprintf(w, sizeof w, "tolerance[%zu]", i);
+        if (!json_is_object(c))
+            return cf_fail(v->err, v->cap, "%s: must be an object, not %s", w,
+                        jtype(c));
+        if (v_string(v, c, w, "kind", 1, tol_kinds, &k))
+            return 1;
+        int n = k[0] == 'e' ? 0 : k[0] == 'u' ? 1 : 2;
+        if (v_keys(v, c, w, tol_keys[n]) ||
+            (n == 1 && v_int(v, c, w, "max", 1, 0, INT64_MAX, NULL)) ||
+            (n == 2 && (v_int(v, c, w, "n", 1, 0, INT64_MAX, NULL) ||
+                        v_string(v, c, w, "absFusion", 1, NULL, NULL))))
+            return 1;
+        v->cost->executes += n == 2; /* the absFusion run on ref */
+    }
+    return 0;
+}
+
+int cf_test_validate(const char *category, const json_t *test, cf_cost *cost,
+                     char *err, size_t cap)
+{
+    vstate v = {cost, err, cap};
+    const char *result = NULL;
+    memset(cost, 0, sizeof *cost);
+    if (!json_is_object(test))
+        return cf_fail(err, cap, "the test must be an object");
+    if (cf_json_string(test, "result", "test", &result, err, cap))
+        return 1;
+    if (strcmp(category, "options.parse") == 0)
+        return v_parse(&v, test, result);
+    if (strcmp(category, "options.precedence") == 0)
+        return v_precedence(&v, test, result);
+    if (strcmp(category, "cache.isolation") == 0)
+        return v_cache(&v, test);
+    if (strcmp(category, "numerics") == 0)
+        return v_numerics(&v, test, result);
+    if (strcmp(category, "differential") == 0)
+        return v_differential(&v, test);
+    return cf_fail(err, cap, "category '%s' is not known to this runner",
+                category);
 }

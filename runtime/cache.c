@@ -285,6 +285,14 @@ kiln_status kiln__variant_get(kiln_context *ctx, const struct kiln_options *o,
     if (s == KILN_OK)
         s = ctx->be.identity(ctx->be_state, &v->ko, v->identity,
                              sizeof v->identity);
+    if (s == KILN_OK && !kiln__be_terminated(v->identity, sizeof v->identity)) {
+        kiln__err(KILN_ERR_ABI, "backend %s: the identity string for kernel "
+                                "options '%s' is not NUL-terminated within "
+                                "its %zu bytes",
+                  ctx->name, v->canonical, sizeof v->identity);
+        kiln__free(v);
+        return KILN_ERR_ABI;
+    }
     if (s != KILN_OK) {
         if (s != KILN_ERR_NO_MEMORY)
             kiln__err(s, "backend %s: identity failed for kernel options "
@@ -395,6 +403,18 @@ static kiln_status compile_into(kiln_context *ctx, const kiln__pseg *s,
         k->be = ctx->ref;
         k->be_state = ctx->ref_state;
         k->reference = 1;
+    }
+    kiln__be_str(err, cap);
+    if (st == KILN_OK && (!kiln__be_terminated(k->out.path, sizeof k->out.path) ||
+                          !kiln__be_terminated(k->out.flags,
+                                               sizeof k->out.flags))) {
+        if (k->be->release != NULL)
+            k->be->release(k->be_state, k->out.handle);
+        snprintf(err, cap, "compile returned a kernel path or flags string "
+                           "that is not NUL-terminated within its %zu or %zu "
+                           "bytes",
+                 sizeof k->out.path, sizeof k->out.flags);
+        st = KILN_ERR_ABI;
     }
     return st;
 }

@@ -16,7 +16,9 @@
 **   - The backend is never chosen from the environment: cfg->backend (or
 **     "auto") is the only input, so a context behaves the same everywhere.
 */
+#define _GNU_SOURCE /* dladdr1: the entry symbol's ELF type */
 #include <dlfcn.h>
+#include <link.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +92,37 @@ static kiln_status check_descriptor(const kiln_backend *d, const char *src,
     return KILN_OK;
 }
 
+/* Whether `sym`, what dlsym found for the entry symbol, is a function.  A
+** plugin that exports a data object under that name would otherwise be
+** called as code.  On glibc, dladdr1 gives the dynamic symbol table entry
+** at that address, whose type must be STT_FUNC (aliases of a function are
+** functions too).  Where the platform cannot tell, the symbol is trusted
+** (docs/backends.md, "Trust"). */
+static int entry_is_function(void *sym, char *why, size_t cap)
+{
+#ifdef __GLIBC__ /* dladdr1 and RTLD_DL_SYMENT (an enum, not a macro) */
+    Dl_info info;
+    const ElfW(Sym) *es = NULL;
+    if (dladdr1(sym, &info, (void **)&es, RTLD_DL_SYMENT) == 0 || es == NULL ||
+        info.dli_saddr != sym) {
+        snprintf(why, cap, "no symbol table entry describes it");
+        return 0;
+    }
+    if (ELF64_ST_TYPE(es->st_info) != STT_FUNC) {
+        snprintf(why, cap, "it is not a function (ELF symbol type %u%s)",
+                 (unsigned)ELF64_ST_TYPE(es->st_info),
+                 ELF64_ST_TYPE(es->st_info) == STT_OBJECT ? ", a data object"
+                                                          : "");
+        return 0;
+    }
+#else
+    (void)sym;
+    (void)why;
+    (void)cap;
+#endif
+    return 1;
+}
+
 /* A plugin is named by a path or a shared-object name:
 **   - a name containing '/' ("./x.so", "/opt/b.so") is opened as given;
 **   - a name ending in ".so" ("my_backend.so") is a file in the current
@@ -159,6 +192,13 @@ static kiln_status open_backend(const char *spec, int device, kiln_backend *be,
             dlclose(h);
             return KILN_ERR_ABI;
         }
+        if (!entry_is_function(sym, err, sizeof err)) {
+            snprintf(why, cap, "plugin %s: the entry symbol %s is not usable: "
+                               "%s",
+                     spec, KILN_BACKEND_ENTRY_SYMBOL, err);
+            dlclose(h);
+            return KILN_ERR_ABI;
+        }
         kiln_backend_entry_fn fn;
         memcpy(&fn, &sym, sizeof fn); /* object pointer -> function pointer */
         d = fn(KILN_BACKEND_ABI_VERSION);
@@ -178,6 +218,7 @@ static kiln_status open_backend(const char *spec, int device, kiln_backend *be,
     err[0] = '\0';
     s = be->open(device, state, err, sizeof err);
     if (s != KILN_OK) {
+        kiln__be_str(err, sizeof err);
         snprintf(why, cap, "%s", err[0] ? err : kiln_strerror(s));
         if (h != NULL)
             dlclose(h);
@@ -279,7 +320,9 @@ kiln_status kiln_context_create(const kiln_context_config *cfg,
         kiln__free(ctx);
         return kiln__err(s, "kiln_context_create: %s", why);
     }
-    snprintf(ctx->name, sizeof ctx->name, "%s", ctx->be.name);
+    /* the plugin's name: at most what ctx->name holds is read */
+    snprintf(ctx->name, sizeof ctx->name, "%.*s", (int)sizeof ctx->name - 1,
+             ctx->be.name);
     ctx->ref = kiln__backend_ref();
     if (strcmp(ctx->name, "ref") == 0 && ctx->dl == NULL) {
         ctx->ref_state = ctx->be_state;

@@ -209,15 +209,13 @@ static uint64_t mix_words(const uint64_t *w, size_t n)
 /* Storage span of a tensor in bytes (0 when empty). */
 static int64_t span_bytes(const kiln_tensor *t)
 {
-    int64_t e = 1;
-    for (int i = 0; i < t->rank; i++) {
-        if (t->sizes[i] == 0)
-            return 0;
-        e += (t->sizes[i] - 1) * t->strides[i];
-    }
+    int64_t e = 0;
+    kiln_ckd_extent(t->rank, t->sizes, t->strides, &e); /* checked at create */
     return e * (int64_t)kiln_dtype_size(t->dtype);
 }
 
+/* Row-major strides (zero axes counted as 1); check_work has bounded the
+** product of every value's sizes. */
 static void contig_strides(int rank, const int64_t *sizes, int64_t *st)
 {
     int64_t s = 1;
@@ -228,17 +226,11 @@ static void contig_strides(int rank, const int64_t *sizes, int64_t *st)
 }
 
 /* Element count; INT64_MAX when it overflows (stride-0 inputs can describe
-** domains far larger than memory). */
+** domains far larger than memory; check_work rejects those first). */
 static int64_t numel_of(int rank, const int64_t *sizes)
 {
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++)
-        if (sizes[i] == 0)
-            return 0;
-    for (int i = 0; i < rank; i++)
-        if (__builtin_mul_overflow(n, sizes[i], &n))
-            return INT64_MAX;
-    return n;
+    int64_t n;
+    return kiln_ckd_numel(rank, sizes, &n) ? INT64_MAX : n;
 }
 
 /* Everything one call needs, so that failure paths can free in one place. */
@@ -387,15 +379,11 @@ static void warn_spills(const kiln__plan *p, const call *c, uint64_t limit,
 static kiln_status stage_view(kiln_context *ctx, kiln_ir_tensor *t,
                               void **host, size_t *bytes)
 {
-    int64_t e = 1;
-    for (int i = 0; i < t->rank; i++) {
-        if (t->sizes[i] == 0) {
-            e = 0;
-            break;
-        }
-        e += (t->sizes[i] - 1) * t->strides[i];
-    }
-    *bytes = (size_t)e * kiln_dtype_size((kiln_dtype)t->dtype);
+    int64_t e;
+    if (kiln_ckd_extent(t->rank, t->sizes, t->strides, &e) ||
+        kiln_ckd_bytes(e, kiln_dtype_size((kiln_dtype)t->dtype), bytes))
+        return kiln__err(KILN_ERR_LIMIT, "execute: a staged view's storage "
+                                         "extent overflows");
     *host = kiln__malloc(*bytes ? *bytes : 1);
     if (*host == NULL)
         return kiln__err(KILN_ERR_NO_MEMORY, "execute: out of memory");
@@ -406,7 +394,8 @@ static kiln_status stage_view(kiln_context *ctx, kiln_ir_tensor *t,
                                          1, err, sizeof err);
         if (s != KILN_OK) {
             kiln__free(*host);
-            return kiln__err(s, "execute: device-to-host copy: %s", err);
+            return kiln__err(s, "execute: device-to-host copy: %s",
+                             kiln__be_str(err, sizeof err));
         }
     }
     return KILN_OK;
@@ -444,7 +433,8 @@ static kiln_status run_on_ref(kiln_context *ctx, void *ref_handle,
     }
     s = ctx->ref->launch(ctx->ref_state, ref_handle, L, err, sizeof err);
     if (s != KILN_OK) {
-        s = kiln__err(s, "reference backend: %s", err[0] ? err : kiln_strerror(s));
+        s = kiln__err(s, "reference backend: %s",
+                      err[0] ? kiln__be_str(err, sizeof err) : kiln_strerror(s));
         goto done;
     }
     if (device) {
@@ -454,7 +444,8 @@ static kiln_status run_on_ref(kiln_context *ctx, void *ref_handle,
             s = ctx->be.mem_copy(ctx->be_state, orig[k], host[k], bytes[k], 0,
                                  err, sizeof err);
             if (s != KILN_OK) {
-                s = kiln__err(s, "execute: host-to-device copy: %s", err);
+                s = kiln__err(s, "execute: host-to-device copy: %s",
+                              kiln__be_str(err, sizeof err));
                 goto done;
             }
         }
@@ -488,7 +479,8 @@ static kiln_status ref_once(kiln_context *ctx, const kiln__pseg *s,
     kiln_status st = ctx->ref->compile(ctx->ref_state, &seg, &v->ko, &ko, err,
                                        sizeof err);
     if (st != KILN_OK)
-        return kiln__err(st, "reference backend: %s", err[0] ? err : kiln_strerror(st));
+        return kiln__err(st, "reference backend: %s",
+                         err[0] ? kiln__be_str(err, sizeof err) : kiln_strerror(st));
     st = run_on_ref(ctx, ko.handle, L, in, out);
     if (ctx->ref->release != NULL)
         ctx->ref->release(ctx->ref_state, ko.handle);
@@ -572,6 +564,58 @@ static kiln_status check_outputs(call *c, size_t n_outputs)
                                  i - f->n_inputs);
             }
         }
+    }
+    return KILN_OK;
+}
+
+/* The call's work (docs/runtime.md, "Limits"): every value's element
+** count, plus M*N*K per matmul, against the context's max_work.  Runs
+** before anything is planned, allocated or launched, so a huge domain from
+** stride-0 views fails at once instead of running for hours.  A shape
+** whose sizes multiply past int64 (zero axes counted as 1: they still
+** become strides) is rejected too. */
+static kiln_status check_work(const call *c)
+{
+    const kiln_fusion *f = c->f;
+    uint64_t limit = c->ctx->cfg.max_work ? c->ctx->cfg.max_work
+                                          : KILN_DEFAULT_MAX_WORK;
+    int64_t work = 0, most = -1;
+    uint32_t arg = 0;
+    char sh[192];
+    for (uint32_t v = 0; v < f->n_nodes; v++) {
+        const kiln_ir_node *n = &f->nodes[v];
+        const int64_t *sz = c->shapes[v];
+        int64_t w, span = 1;
+        int bad = kiln_ckd_numel(n->rank, sz, &w);
+        for (int a = 0; a < n->rank && !bad; a++)
+            bad = kiln_ckd_mul(span, sz[a] ? sz[a] : 1, &span);
+        if (!bad && n->op == KILN_OP_MATMUL) { /* [M,K] x [K,N] */
+            int64_t mnk;
+            bad = kiln_ckd_mul(w, c->shapes[n->args[0]][1], &mnk) ||
+                  kiln_ckd_add(w, mnk, &w);
+        }
+        if (bad || kiln_ckd_add(work, w, &work)) {
+            kiln__shape_text(n->rank, sz, sh, sizeof sh);
+            return kiln__err(KILN_ERR_LIMIT,
+                             "kiln_execute: work limit: the element count of "
+                             "%%%u (%s, shape %s) overflows int64",
+                             v, kiln_op_name((kiln_op)n->op), sh);
+        }
+        if (w > most) {
+            most = w;
+            arg = v;
+        }
+    }
+    if ((uint64_t)work > limit) {
+        kiln__shape_text(f->nodes[arg].rank, c->shapes[arg], sh, sizeof sh);
+        return kiln__err(KILN_ERR_LIMIT,
+                         "kiln_execute: work limit: this call would do %lld "
+                         "element operations, above the context's max_work "
+                         "of %llu (the largest part: %%%u, %s, shape %s, "
+                         "%lld)",
+                         (long long)work, (unsigned long long)limit, arg,
+                         kiln_op_name((kiln_op)f->nodes[arg].op), sh,
+                         (long long)most);
     }
     return KILN_OK;
 }
@@ -850,7 +894,8 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
             return kiln__err(KILN_ERR_NO_MEMORY, "execute: out of memory");
         }
     }
-    if ((st = kiln__fusion_shapes(f, inputs, n_inputs, c.shapes)) != KILN_OK)
+    if ((st = kiln__fusion_shapes(f, inputs, n_inputs, c.shapes)) != KILN_OK ||
+        (st = check_work(&c)) != KILN_OK)
         goto fail;
     kiln__sig sig;
     if ((st = check_inputs(&c, &sig)) != KILN_OK)
@@ -1011,7 +1056,8 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
                                    &c.inter_raw, err, sizeof err);
             if (st != KILN_OK) {
                 c.inter_raw = NULL;
-                st = kiln__err(st, "execute: intermediate allocation: %s", err);
+                st = kiln__err(st, "execute: intermediate allocation: %s",
+                               kiln__be_str(err, sizeof err));
                 goto fail;
             }
             c.inter_mem = c.inter_raw; /* device allocations are aligned */
@@ -1098,6 +1144,7 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
             char err[1024];
     err[0] = '\0';
             st = ctx->be.launch(ctx->be_state, k->out.handle, &L, err, sizeof err);
+            kiln__be_str(err, sizeof err);
             if (st == KILN_ERR_UNSUPPORTED && ctx->ref != NULL &&
                 ctx->ref_state != ctx->be_state) {
                 if (no_fallback)

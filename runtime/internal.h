@@ -17,6 +17,7 @@
 
 #include "kiln.h"
 #include "backend.h"
+#include "ckd.h"
 
 /* ----------------------------------------------------------------- errors */
 
@@ -48,6 +49,21 @@ void kiln__free(void *p);
 long kiln__fault_after(long n);
 
 /* ---------------------------------------------------------------- helpers */
+
+/* Strings a backend writes into a host buffer of cap bytes: error messages,
+** the identity string, a compiled kernel's path and flags.  Backends are
+** trusted native code (docs/backends.md), but a missing NUL must never turn
+** into a read past the buffer.  kiln__be_str forces buf[cap - 1] = '\0' and
+** returns buf (for error messages, shown truncated); kiln__be_terminated
+** says whether the backend terminated the string itself (for strings that
+** become keys or records, where a truncated value would be wrong: the
+** caller rejects them with KILN_ERR_ABI).  Every read of such a buffer
+** goes through one of the two. */
+char *kiln__be_str(char *buf, size_t cap);
+
+/* "[2, 3]": a shape for messages, cut to cap bytes. */
+void kiln__shape_text(int rank, const int64_t *sizes, char *buf, size_t cap);
+int kiln__be_terminated(const char *buf, size_t cap);
 
 uint64_t kiln__fnv1a(const void *data, size_t n, uint64_t seed);
 #define KILN_FNV_SEED 0xcbf29ce484222325ULL

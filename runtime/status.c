@@ -181,6 +181,28 @@ void kiln_free(void *p) { kiln__free(p); }
 
 /* ---------------------------------------------------------------- helpers */
 
+void kiln__shape_text(int rank, const int64_t *sizes, char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int a = 0; a < rank && n < cap; a++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", a ? ", " : "",
+                              (long long)sizes[a]);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+}
+
+char *kiln__be_str(char *buf, size_t cap)
+{
+    if (cap > 0)
+        buf[cap - 1] = '\0';
+    return buf;
+}
+
+int kiln__be_terminated(const char *buf, size_t cap)
+{
+    return memchr(buf, '\0', cap) != NULL;
+}
+
 uint64_t kiln__fnv1a(const void *data, size_t n, uint64_t h)
 {
     const unsigned char *p = data;

@@ -15,26 +15,6 @@
 
 #include "core.h"
 
-/* The storage extent of a view in elements (0 when empty); -1 on overflow. */
-static int64_t extent_elems(int rank, const int64_t *sizes,
-                            const int64_t *strides)
-{
-    int64_t span = 0;
-    for (int i = 0; i < rank; i++) {
-        if (sizes[i] == 0)
-            return 0;
-    }
-    for (int i = 0; i < rank; i++) {
-        int64_t step;
-        if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &step) ||
-            __builtin_add_overflow(span, step, &span))
-            return -1;
-    }
-    if (__builtin_add_overflow(span, (int64_t)1, &span))
-        return -1;
-    return span;
-}
-
 kiln_status kiln_tensor_create(kiln_context *ctx, kiln_dtype dtype, int rank,
                                const int64_t *sizes, const int64_t *strides,
                                kiln_memory mem, void *data, kiln_tensor **out)
@@ -58,7 +38,7 @@ kiln_status kiln_tensor_create(kiln_context *ctx, kiln_dtype dtype, int rank,
                          "kiln_tensor_create: invalid memory space %d",
                          (int)mem);
     int64_t st[KILN_MAX_RANK];
-    int64_t n_el = 1, step = 1;
+    int64_t n_el, step = 1;
     for (int i = rank - 1; i >= 0; i--) {
         if (sizes[i] < 0)
             return kiln__err(KILN_ERR_SHAPE,
@@ -71,13 +51,16 @@ kiln_status kiln_tensor_create(kiln_context *ctx, kiln_dtype dtype, int rank,
                              "%lld",
                              i, (long long)strides[i]);
         st[i] = strides != NULL ? strides[i] : step;
-        if (__builtin_mul_overflow(n_el, sizes[i], &n_el) ||
-            __builtin_mul_overflow(step, sizes[i] ? sizes[i] : 1, &step))
+        if (kiln_ckd_mul(step, sizes[i] ? sizes[i] : 1, &step))
             return kiln__err(KILN_ERR_LIMIT,
                              "kiln_tensor_create: element count overflows");
     }
-    int64_t ext = extent_elems(rank, sizes, st), bytes;
-    if (ext < 0 || __builtin_mul_overflow(ext, (int64_t)esize, &bytes) ||
+    if (kiln_ckd_numel(rank, sizes, &n_el))
+        return kiln__err(KILN_ERR_LIMIT,
+                         "kiln_tensor_create: element count overflows");
+    int64_t ext, bytes;
+    if (kiln_ckd_extent(rank, sizes, st, &ext) ||
+        kiln_ckd_mul(ext, (int64_t)esize, &bytes) ||
         (uint64_t)bytes > SIZE_MAX / 2)
         return kiln__err(KILN_ERR_LIMIT,
                          "kiln_tensor_create: the byte extent of the storage "
@@ -122,7 +105,7 @@ kiln_status kiln_tensor_create(kiln_context *ctx, kiln_dtype dtype, int rank,
                 kiln__free(t);
                 return kiln__err(s, "kiln_tensor_create: device allocation of "
                                     "%lld bytes failed: %s",
-                                 (long long)bytes, err);
+                                 (long long)bytes, kiln__be_str(err, sizeof err));
             }
         }
         t->owned = 1;
@@ -168,9 +151,8 @@ int64_t kiln_tensor_numel(const kiln_tensor *t)
 {
     if (t == NULL)
         return -1;
-    int64_t n = 1;
-    for (int i = 0; i < t->rank; i++)
-        n *= t->sizes[i]; /* cannot overflow: checked at create */
+    int64_t n = 0;
+    kiln_ckd_numel(t->rank, t->sizes, &n); /* cannot fail: checked at create */
     return n;
 }
 
@@ -179,9 +161,9 @@ int64_t kiln_tensor_numel(const kiln_tensor *t)
 int kiln__tensor_dense(const kiln_tensor *t)
 {
     int64_t want = 1;
+    if (kiln_tensor_numel(t) == 0)
+        return 1; /* and below, want never exceeds the element count */
     for (int i = t->rank - 1; i >= 0; i--) {
-        if (t->sizes[i] == 0)
-            return 1;
         if (t->sizes[i] != 1 && t->strides[i] != want)
             return 0;
         want *= t->sizes[i];
@@ -220,7 +202,12 @@ static kiln_status xfer(kiln_context *ctx, const kiln_tensor *t, void *host,
     if (t == NULL || (host == NULL && nbytes > 0))
         return kiln__err(KILN_ERR_INVALID_ARGUMENT, "%s: NULL argument", what);
     int64_t n = kiln_tensor_numel(t);
-    size_t want = (size_t)n * kiln_dtype_size(t->dtype);
+    size_t want;
+    if (kiln_ckd_bytes(n, kiln_dtype_size(t->dtype), &want))
+        return kiln__err(KILN_ERR_LIMIT,
+                         "%s: the tensor's %lld elements of %zu bytes do not "
+                         "fit one host buffer (size_t)",
+                         what, (long long)n, kiln_dtype_size(t->dtype));
     if (nbytes != want)
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
                          "%s: %zu bytes given, the tensor holds %lld elements "
@@ -260,7 +247,7 @@ static kiln_status xfer(kiln_context *ctx, const kiln_tensor *t, void *host,
                   : ctx->be.mem_copy(ctx->be_state, host, t->data, nbytes, 1,
                                      err, sizeof err);
     if (s != KILN_OK)
-        return kiln__err(s, "%s: %s", what, err);
+        return kiln__err(s, "%s: %s", what, kiln__be_str(err, sizeof err));
     kiln__err_clear();
     return KILN_OK;
 }

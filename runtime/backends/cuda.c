@@ -505,8 +505,11 @@ static kiln_status pack_views(const cuda_kernel *k, const kiln_launch *L,
                         return bad_launch(err, cap, "view size does not match the domain", v);
                 }
                 w[1 + d] = sz == 1 ? 0 : (uint64_t)sd;
-                if (sz > 1)
-                    off += (uint64_t)(sz - 1) * (uint64_t)sd;
+                int64_t step, o = (int64_t)off;
+                if (sz > 1 && (kiln_ckd_mul(sz - 1, sd, &step) ||
+                               kiln_ckd_add(o, step, &o)))
+                    return bad_launch(err, cap, "storage extent overflows", v);
+                off = (uint64_t)o;
             }
             if (!empty && off > *maxoff)
                 *maxoff = off;
@@ -809,10 +812,9 @@ static kiln_status cuda_launch(void *state, void *handle, kiln_launch *L,
         return s;
     if (!in->index64 && !k->cublas) {
         /* the source was generated with 32-bit unsigned indices */
-        uint64_t numel = 1;
-        for (int d = 0; d < L->rank; d++)
-            numel *= (uint64_t)L->domain[d];
-        if (numel > 0x7fffffffu || maxoff > 0x7fffffffu || (uint64_t)L->k > 0x7fffffffu)
+        int64_t numel;
+        if (kiln_ckd_numel(L->rank, L->domain, &numel) || numel > 0x7fffffff ||
+            maxoff > 0x7fffffffu || (uint64_t)L->k > 0x7fffffffu)
             return fail(KILN_ERR_LIMIT, err, cap,
                         "cuda launch: sizes need 64-bit indexing but the segment was "
                         "compiled with index64 = 0");

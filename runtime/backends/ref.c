@@ -1242,10 +1242,11 @@ static kiln_status matmul(const kiln_ir_tensor *A, const kiln_ir_tensor *B,
                           char *err, size_t cap)
 {
     double *b = NULL, *acc = NULL;
-    size_t kn = (size_t)K * (size_t)N;
-    if (kn > SIZE_MAX / 16 || (uint64_t)N > SIZE_MAX / 16)
+    int64_t kn;
+    if (kiln_ckd_mul(K, N, &kn) || (uint64_t)kn > SIZE_MAX / 16 ||
+        (uint64_t)N > SIZE_MAX / 16)
         return fail(err, cap, KILN_ERR_LIMIT, "ref: matmul too large");
-    b = kiln__malloc((kn ? kn : 1) * sizeof *b);
+    b = kiln__malloc((size_t)(kn ? kn : 1) * sizeof *b);
     acc = kiln__malloc((size_t)(N ? N : 1) * sizeof *acc);
     if (b == NULL || acc == NULL) {
         kiln__free(b);

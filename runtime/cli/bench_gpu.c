@@ -138,8 +138,8 @@ static kiln_tensor *dev_tensor(bench *b, kiln_dtype dt, int rank, const int64_t 
     if (!fill)
         return t;
     int64_t n = kiln_tensor_numel(t);
-    size_t es = kiln_dtype_size(dt);
-    unsigned char *h = malloc((size_t)n * es + 1);
+    size_t es = kiln_dtype_size(dt), nb = 0;
+    unsigned char *h = kiln_ckd_bytes(n, es, &nb) ? NULL : malloc(nb + 1);
     if (h == NULL) {
         kiln_tensor_destroy(t);
         return NULL;
@@ -155,7 +155,7 @@ static kiln_tensor *dev_tensor(bench *b, kiln_dtype dt, int rank, const int64_t 
             memcpy(h + i * 2, &hb, 2);
         }
     }
-    kiln_status s = kiln_tensor_write(b->kctx, t, h, (size_t)n * es);
+    kiln_status s = kiln_tensor_write(b->kctx, t, h, nb);
     free(h);
     if (s != KILN_OK) {
         fprintf(stderr, "kiln bench gpu: write: %s\n", kiln_last_error());

@@ -344,16 +344,11 @@ int kiln_cmd_run(int argc, char **argv)
                     goto done;
                 }
             }
-            size_t n = 1;
-            for (int d = 0; d < rank; d++)
-                n *= (size_t)a.sizes[d];
-            a.nbytes = n * kiln_dtype_size(dt);
-            a.data = malloc(a.nbytes ? a.nbytes : 1);
-            if (a.data == NULL) {
-                fprintf(stderr, "kiln run: out of memory\n");
+            if (kiln_npy_alloc(&a, err, sizeof err) != 0) {
+                fprintf(stderr, "kiln run: input %d: %s\n", i, err);
                 goto done;
             }
-            kiln_npy_random(dt, n, &state, a.data);
+            kiln_npy_random(dt, a.nbytes / kiln_dtype_size(dt), &state, a.data);
         } else {
             const char *nm = NULL;
             kiln_fusion_input_name(f, i, &nm);

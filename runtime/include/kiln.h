@@ -386,7 +386,16 @@ typedef struct kiln_context_config {
     const char *env_dump;
     /* Stream for dump output (a FILE*); NULL means stderr. */
     void *dump_stream;
+    /* Appended (read only when struct_size covers it).  The most work one
+    ** kiln_execute may do: the sum over the fusion's values of their
+    ** element counts for the call's sizes, plus M*N*K per matmul.  A call
+    ** above it, or whose counts overflow, fails with KILN_ERR_LIMIT before
+    ** it allocates or launches anything.  0: KILN_DEFAULT_MAX_WORK. */
+    uint64_t max_work;
 } kiln_context_config;
+
+/* The default of kiln_context_config.max_work: 2^40 element operations. */
+#define KILN_DEFAULT_MAX_WORK ((uint64_t)1 << 40)
 
 /* Create a context.  cfg may be NULL (all defaults).  The environment is
 ** read now; a malformed KILN_* variable fails creation with the parse

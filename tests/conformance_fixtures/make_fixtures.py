@@ -135,3 +135,113 @@ dump('hostile/numerics.json', 'numerics', {"Evil": "flag note " + EVIL}, [
 HOSTILE_CAT = 'x"/><evil/>|\nok 997 - forged # SKIP \x01\x02' + '\u00e9' * 60
 dump('hostile/other.json', HOSTILE_CAT, {}, [{"type": "Other", "comment": EVIL, "tests": [
   T(1, "unknown category: " + EVIL), T(2, "second " + EVIL)]}])
+# ---- malformed/: one malformed field per test; each must fail alone as an
+# `invalid vector` naming the field (tests/unit/test_conform_check.c)
+import copy, os
+os.makedirs('malformed', exist_ok=True)
+def with_(d, path, value):
+    """A deep copy of d with the field at path (a list of keys) set (value
+    DEL removes it)."""
+    d = copy.deepcopy(d)
+    o = d
+    for k in path[:-1]:
+        o = o[k]
+    if value is DEL:
+        del o[path[-1]]
+    else:
+        o[path[-1]] = value
+    return d
+DEL = object()
+def retag(tests):
+    for i, t in enumerate(tests):
+        t['tcId'] = i + 1
+    return tests
+c1 = cache[0]
+dump('malformed/cache.isolation.json', 'cache.isolation', {"FmaFlaw": "x", "Concurrent": "x"},
+     [{"type": "CacheIsolation", "comment": "malformed", "tests": retag([
+  with_(cache[1], ['threads'], 4294967297),
+  with_(c1, ['steps', 0, 'expect', 'plan'], 1),
+  with_(c1, ['steps', 0, 'expect', 'compiles'], "0"),
+  with_(c1, ['steps', 0, 'expect', 'compiles'], 1.0),
+  with_(c1, ['threads'], 4),
+  with_(cache[1], ['concurrent'], "yes"),
+  with_(with_(c1, ['steps', 0, 'expect', 'plna'], "hit"), ['steps', 0, 'expect', 'plan'], DEL),
+  with_(c1, ['steps', 0, 'expect', 'kernels'], "hits"),
+  with_(c1, ['steps', 0, 'expect', 'compiles'], -1),
+ ])}])
+n1 = num[0]
+dump('malformed/numerics.json', 'numerics', {"SignedZero": "x"}, [{"type": "Numerics", "comment": "malformed", "tests": retag([
+  with_(n1, ['options'], "str"),
+  with_(num[7], ['outputs', 0, 'check', 'alternatives'], {"-0": ['0x80000000']}),
+  with_(n1, ['options', 'enable'], "fast_math"),
+  with_(n1, ['options', 'enable'], [1]),
+  with_(n1, ['inputs', 0, 'strides'], None),
+  with_(num[5], ['error', 'status'], "KILN_ERR_NOPE"),
+  with_(n1, ['error'], {"status": "KILN_ERR_SHAPE"}),
+  with_(n1, ['inputs', 0], ten("f32", [2**24 + 1], ['0x3f800000'], strides=[2**40])),
+  with_(n1, ['outputz'], []),
+  with_(n1, ['outputs', 0, 'check'], {"kind": "ulp", "max": "2"}),
+  with_(n1, ['outputs', 0, 'check'], {"kind": "exact", "bounds": [f64(1)]}),
+  with_(n1, ['inputs'], n1['inputs'][:1]),
+ ])}])
+p1 = {"tcId": 1, "comment": "x", "flags": [], "result": "invalid", "source": "env", "set": "enable",
+      "input": "nope", "error": {"kind": "unknown", "offset": 0, "token": "nope"}}
+dump('malformed/options.parse.json', 'options.parse', {}, [{"type": "OptionParse", "comment": "malformed", "tests": retag([
+  with_(p1, ['error', 'offset'], "0"),
+  with_(with_(p1, ['source'], "execute"), ['set'], "dump"),
+  with_(p1, ['canonical'], ""),
+  with_(p1, ['error', 'kind'], "Unknown"),
+ ])}])
+ENV = {"enable": None, "disable": None, "dump": None}
+ex = {"action": "execute", "enable": [], "disable": [], "canonical": "",
+      "levels": {"plan": "", "kernel": "", "none": ""}}
+q1 = {"tcId": 1, "comment": "x", "flags": [], "result": "valid", "env": ENV, "steps": [ex]}
+dump('malformed/options.precedence.json', 'options.precedence', {}, [{"type": "OptionPrecedence", "comment": "malformed", "tests": retag([
+  with_(with_(q1, ['createError'], {"kind": "unknown", "offset": 0, "token": "x", "source": "KILN_ENABLE"}), ['result'], "invalid"),
+  with_(q1, ['steps', 0, 'action'], "exec"),
+  with_(q1, ['env', 'enable'], 5),
+  with_(q1, ['steps', 0, 'levels', 'none'], DEL),
+  with_(q1, ['steps', 0, 'error'], {"kind": "unknown", "offset": 0, "token": "x"}),
+ ])}])
+d1 = dif[0]
+dump('malformed/differential.json', 'differential', {}, [{"type": "Differential", "comment": "malformed", "tests": retag([
+  with_(d1, ['seed'], -1),
+  with_(d1, ['inputs', 0, 'data'], ['0x3f800000']),
+  with_(d1, ['tolerance', 0], {"kind": "ulp", "max": "2"}),
+  with_(dif[1], ['tolerance', 0, 'max'], 3),
+  with_(d1, ['inputsFirst'], [['0x3f8000001']]),
+ ])}])
+# ---- budget/: tests that ask for more than the per-test budget must fail
+# fast as invalid vectors, in fork mode and with CK_FORK=no
+os.makedirs('budget', exist_ok=True)
+kf_sum2 = ("kiln.fusion 1\n%0 = input f32 [?, 1]\n%1 = input f32 [1, ?]\n%2 = add %0 %1\n"
+           "%3 = sum %2 axes=[0, 1]\noutput %3\n")
+kf_add5 = "kiln.fusion 1\n" + "".join("%%%d = input f32 [?]\n" % i for i in range(5)) + \
+    "%5 = add %0 %1\n%6 = add %5 %2\n%7 = add %6 %3\n%8 = add %7 %4\noutput %8\n"
+one = ['0x3f800000']
+def bcast(n):
+    return [ten("f32", [n, 1], one, strides=[0, 0]), ten("f32", [1, n], one, strides=[0, 0])]
+dump('budget/numerics.json', 'numerics', {}, [{"type": "Numerics", "comment": "budget", "tests": [
+  T(1, "two 1-element inputs with stride 0 spanning a 2^56-element domain", fusion=kf_sum2,
+    options={"enable": [], "disable": []}, inputs=bcast(2**28),
+    outputs=[ten("f32", [], ['0x5b800000'], check=EX)]),
+  T(2, "a 2^48-element domain within the element budget: the work budget", fusion=kf_sum2,
+    options={"enable": [], "disable": []}, inputs=bcast(2**24),
+    outputs=[ten("f32", [], ['0x57800000'], check=EX)]),
+  T(3, "five 2^24-element stride-0 inputs: the total over tensors", fusion=kf_add5,
+    options={"enable": [], "disable": []},
+    inputs=[ten("f32", [2**24], one, strides=[0])] * 5,
+    outputs=[ten("f32", [1], ['0x40a00000'], check=EX)]),
+  T(4, "a small test still runs", fusion=kf_neg1, options={"enable": [], "disable": []},
+    inputs=[ten("f32", [1], one)], outputs=[ten("f32", [1], ['0xbf800000'], check=EX)]),
+ ]}])
+# ---- sumbound/: an absFusion output smaller than the output it bounds
+# (read per element: a heap over-read before the runner checked sizes)
+os.makedirs('sumbound', exist_ok=True)
+kf_rows = "kiln.fusion 1\n%0 = input f32 [?, ?]\n%1 = sum %0 axes=[1]\noutput %1\n"
+kf_all = "kiln.fusion 1\n%0 = input f32 [?, ?]\n%1 = abs %0\n%2 = sum %1 axes=[0, 1]\noutput %2\n"
+dump('sumbound/differential.json', 'differential', {}, [{"type": "Differential", "comment": "sumBound", "tests": [
+  T(1, "row sums bounded by a scalar absFusion", fusion=kf_rows, options={"enable": [], "disable": []},
+    seed=3, inputs=[{"dtype": "f32", "shape": [4096, 64], "dist": {"kind": "uniform", "lo": -1.0, "hi": 1.0}}],
+    tolerance=[{"kind": "sumBound", "n": 64, "absFusion": kf_all}]),
+ ]}])

@@ -17,7 +17,11 @@
 ** segments, =launch makes launch() refuse every segment, with
 ** KILN_ERR_UNSUPPORTED.  KILN_TEST_PLUGIN_LOCAL_BYTES=N makes local_bytes()
 ** report N bytes of local memory per thread for every kernel (the
-** warn_register_spill tests).
+** warn_register_spill tests).  KILN_TEST_PLUGIN_UNTERMINATED=open, compile
+** or launch makes that call fail after filling the whole error buffer
+** without a NUL; =identity, path or flags makes identity() or compile()
+** succeed with that string filling its buffer without a NUL (the host must
+** never read past a buffer a backend wrote).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,27 @@
 
 static _Thread_local kiln_backend desc;
 
+static int unterminated(const char *where)
+{
+    const char *m = getenv("KILN_TEST_PLUGIN_UNTERMINATED");
+    return m != NULL && strcmp(m, where) == 0;
+}
+
+/* Fill buf[0..cap) with 'x' and no terminating NUL; returns status. */
+static kiln_status fill(char *buf, size_t cap, kiln_status status)
+{
+    memset(buf, 'x', cap);
+    return status;
+}
+
+static kiln_status plugin_open(int device, void **state, char *err,
+                               size_t cap)
+{
+    if (unterminated("open"))
+        return fill(err, cap, KILN_ERR_BACKEND_UNAVAILABLE);
+    return kiln__backend_ref()->open(device, state, err, cap);
+}
+
 static kiln_status plugin_identity(void *state, const kiln_kernel_options *ko,
                                    char *buf, size_t cap)
 {
@@ -34,6 +59,8 @@ static kiln_status plugin_identity(void *state, const kiln_kernel_options *ko,
     kiln_status s = kiln__backend_ref()->identity(state, ko, inner, sizeof inner);
     if (s != KILN_OK)
         return s;
+    if (unterminated("identity"))
+        return fill(buf, cap, KILN_OK);
     int n = snprintf(buf, cap, "test-plugin;%s", inner);
     return n < 0 || (size_t)n >= cap ? KILN_ERR_LIMIT : KILN_OK;
 }
@@ -52,7 +79,14 @@ static kiln_status plugin_compile(void *state, const kiln_ir_segment *seg,
         snprintf(err, cap, "test-plugin: reductions are not supported");
         return KILN_ERR_UNSUPPORTED;
     }
-    return kiln__backend_ref()->compile(state, seg, ko, out, err, cap);
+    if (unterminated("compile"))
+        return fill(err, cap, KILN_ERR_BACKEND);
+    kiln_status s = kiln__backend_ref()->compile(state, seg, ko, out, err, cap);
+    if (s == KILN_OK && unterminated("path"))
+        fill(out->path, sizeof out->path, KILN_OK);
+    if (s == KILN_OK && unterminated("flags"))
+        fill(out->flags, sizeof out->flags, KILN_OK);
+    return s;
 }
 
 static kiln_status plugin_launch(void *state, void *handle, kiln_launch *args,
@@ -62,6 +96,8 @@ static kiln_status plugin_launch(void *state, void *handle, kiln_launch *args,
         snprintf(err, cap, "test-plugin: launch refused");
         return KILN_ERR_UNSUPPORTED;
     }
+    if (unterminated("launch"))
+        return fill(err, cap, KILN_ERR_BACKEND);
     return kiln__backend_ref()->launch(state, handle, args, err, cap);
 }
 
@@ -80,6 +116,7 @@ kiln_backend_entry(uint32_t host_abi)
         return NULL;
     desc = *kiln__backend_ref();
     desc.name = "test-plugin";
+    desc.open = plugin_open;
     desc.identity = plugin_identity;
     desc.compile = plugin_compile;
     desc.launch = plugin_launch;

@@ -357,6 +357,13 @@ START_TEST(cli_run_and_cache)
     ck_assert_int_eq(sh("run examples/relu_mul_add.kf --random 1 --backend ref "
                         "--disable 'fma,fallback'", out, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "KILN_ERR_OPTION_ELEMENT"));
+    /* a random input whose byte size wraps 64 bits: an error, not a 1-byte
+    ** buffer filled with 2^62 floats */
+    ck_assert_int_eq(sh("run examples/bias_add.kf --random 1 --backend ref "
+                        "--shape %bias=4611686018427387904", out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "kiln run: input 1: shape [4611686018427387904] "
+                              "of f32: the element count or byte size "
+                              "overflows 64 bits"), "%s", out);
     /* kiln cache: a kernel option recompiles, the plan is reused */
     ck_assert_int_eq(sh("cache --json --backend ref examples/relu_mul_add.kf "
                         "--repeat 2 --disable fma", out, sizeof out), 0);

@@ -215,7 +215,26 @@ START_TEST(check_json_errors)
         const char *json, *needle;
     } bad[] = {
         {"{\"kind\":\"close\"}", "unknown check kind 'close'"},
-        {"{\"kind\":\"ulp\"}", "needs 'max'"},
+        {"{\"kind\":\"ulp\"}", "needs exactly one of 'max' and "
+                                "'maxPerElement'"},
+        /* a malformed max is an error, not a reason to use the other */
+        {"{\"kind\":\"ulp\",\"max\":\"2\",\"maxPerElement\":[1,1]}",
+         "needs exactly one of"},
+        {"{\"kind\":\"ulp\",\"max\":-1}", "'max' must be an integer >= 0"},
+        {"{\"kind\":\"ulp\",\"max\":1.5}", "'max' must be an integer >= 0"},
+        {"{\"kind\":\"ulp\",\"maxPerElement\":3}",
+         "'maxPerElement' must be a list"},
+        /* alternatives keys are canonical decimal indices */
+        {"{\"kind\":\"exact\",\"alternatives\":{\"-0\":[\"0x0\"]}}",
+         "alternatives key '-0' is not an element index"},
+        {"{\"kind\":\"exact\",\"alternatives\":{\"01\":[\"0x0\"]}}",
+         "alternatives key '01'"},
+        {"{\"kind\":\"exact\",\"alternatives\":{\"+1\":[\"0x0\"]}}",
+         "alternatives key '+1'"},
+        {"{\"kind\":\"exact\",\"alternatives\":{\" 1\":[\"0x0\"]}}",
+         "alternatives key ' 1'"},
+        {"{\"kind\":\"exact\",\"alternatives\":{\"\":[\"0x0\"]}}",
+         "alternatives key ''"},
         {"{\"kind\":\"ulp\",\"maxPerElement\":[1]}", "1 entries for 2 elements"},
         {"{\"kind\":\"abs\",\"bounds\":[\"0x1\",\"zz\"]}", "bounds[1]"},
         {"{\"kind\":\"exact\",\"alternatives\":{\"7\":[\"0x0\"]}}",
@@ -345,6 +364,14 @@ START_TEST(tensor_errors)
         {"{\"dtype\":\"f32\",\"shape\":[1]}", "missing field 'data'"},
         {"{\"dtype\":\"f32\",\"shape\":[1048576,1048576],\"data\":[]}",
          "too many elements"},
+        /* 1 + 2^24 * 2^40 wraps to 1 in 64 bits: the storage must not */
+        {"{\"dtype\":\"f32\",\"shape\":[16777217],\"strides\":"
+         "[1099511627776],\"data\":[\"0x0\"]}", "x: storage too large"},
+        /* no elements, but contiguous strides of 2^80 */
+        {"{\"dtype\":\"f32\",\"shape\":[0,1099511627776,1099511627776],"
+         "\"data\":[]}", "x: the sizes multiply past 64 bits"},
+        {"{\"dtype\":\"f32\",\"shape\":[1],\"strides\":null,\"data\":"
+         "[\"0x0\"]}", "'strides' must be a list of integers"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cf_tensor t;
@@ -412,6 +439,13 @@ START_TEST(file_errors)
          "\"category\":\"x\"}", "suiteVersion '2.0.0' is not supported"},
         {"{\"suite\":\"kiln-conformance\",\"category\":\"x\"}",
          "missing field 'suiteVersion'"},
+        {"{\"suite\":\"kiln-conformance\",\"suiteVersion\":\"1.x\","
+         "\"category\":\"x\"}", "suiteVersion '1.x' is not supported"},
+        {"{\"suite\":\"kiln-conformance\",\"suiteVersion\":\"1.0.0.1\","
+         "\"category\":\"x\"}", "suiteVersion '1.0.0.1' is not supported"},
+        {"{\"suite\":\"kiln-conformance\",\"suiteVersion\":\"1.0.0\","
+         "\"category\":\"x\",\"notes\":{\"A\":5}}",
+         "notes.A: must be a string"},
         {HEAD "\"numberOfTests\":1,\"testGroups\":[{\"type\":\"T\",\"tests\":"
          "[{\"comment\":\"c\",\"flags\":[],\"result\":\"valid\"}]}]}",
          "testGroups[0].tests[0]: missing field 'tcId'"},
@@ -626,11 +660,12 @@ START_TEST(cli_bad_vectors)
     if (rc == -1)
         return;
     ck_assert_msg(rc == 1, "rc %d: %s", rc, out);
-    ck_assert_msg(strstr(out, "FAIL numerics/2 (bad hex in an input): vector: "
-                              "inputs[0].data[0]: '0x3f80000g': bad hex digit "
-                              "'g'"), "%s", out);
-    ck_assert_msg(strstr(out, "FAIL numerics/3 (unknown check kind): vector: "
-                              "outputs[0].check: unknown check kind 'roughly'"),
+    ck_assert_msg(strstr(out, "FAIL numerics/2 (bad hex in an input): invalid "
+                              "vector: inputs[0].data[0]: '0x3f80000g': bad "
+                              "hex digit 'g'"), "%s", out);
+    ck_assert_msg(strstr(out, "FAIL numerics/3 (unknown check kind): invalid "
+                              "vector: outputs[0].check.kind: 'roughly' is not "
+                              "exact, ulp or abs"),
                   "%s", out);
     ck_assert_msg(strstr(out, "Checks: 3, Failures: 2, Errors: 0"), "%s", out);
     rc = conform("--vectors " FIX "corrupt", out, sizeof out);
@@ -643,6 +678,161 @@ START_TEST(cli_bad_vectors)
     rc = conform("--vectors /nonexistent/dir", out, sizeof out);
     ck_assert_msg(rc == 1 && strstr(out, "cannot open vector directory"), "%s",
                   out);
+}
+END_TEST
+
+/* Every malformed field of malformed/ (tests/conformance_fixtures/
+** make_fixtures.py) fails its test as an invalid vector naming the field,
+** whatever the backend (differential tests are validated before the ref
+** skip), and nothing passes. */
+START_TEST(cli_malformed_vectors)
+{
+    static char out[65536];
+    static const char *const want[] = {
+        "options.parse/1 (x): invalid vector: error.offset: must be an integer "
+        "in 0..2147483647, not a string",
+        "options.parse/2 (x): invalid vector: set: 'dump' has no execute list",
+        "options.parse/3 (x): invalid vector: canonical: does not apply to an "
+        "invalid test",
+        "options.parse/4 (x): invalid vector: error.kind: 'Unknown' is not "
+        "syntax, unknown, argument or element",
+        "options.precedence/1 (x): invalid vector: steps: must be empty when "
+        "'createError' is given",
+        "options.precedence/2 (x): invalid vector: steps[0].action: 'exec' is "
+        "not execute, setenv or reload",
+        "options.precedence/3 (x): invalid vector: env.enable: must be a "
+        "string or null, not an integer",
+        "options.precedence/4 (x): invalid vector: steps[0].levels.none: "
+        "missing field",
+        "options.precedence/5 (x): invalid vector: steps[0].canonical: does "
+        "not apply to a step that expects an error",
+        "cache.isolation/1 (the same sequence on 4 threads at once): invalid "
+        "vector: threads: 4294967297 is outside 1..64",
+        "cache.isolation/2 (a*b+c: contracted, then disable=fma, then default "
+        "again): invalid vector: steps[0].expect.plan: must be a string, not "
+        "an integer",
+        "cache.isolation/3 (a*b+c: contracted, then disable=fma, then default "
+        "again): invalid vector: steps[0].expect.compiles: must be an integer "
+        "in 0..9223372036854775807, not a string",
+        "again): invalid vector: steps[0].expect.compiles: must be an integer "
+        "in 0..9223372036854775807, not a real number",
+        "cache.isolation/5 (a*b+c: contracted, then disable=fma, then default "
+        "again): invalid vector: threads: applies only with \"concurrent\": "
+        "true",
+        "cache.isolation/6 (the same sequence on 4 threads at once): invalid "
+        "vector: concurrent: must be true or false, not a string",
+        "invalid vector: steps[0].expect.plna: unknown field (the fields here "
+        "are plan, kernels or compiles)",
+        "invalid vector: steps[0].expect.kernels: 'hits' is not hit, miss or "
+        "any",
+        "invalid vector: steps[0].expect.compiles: -1 is outside "
+        "0..9223372036854775807",
+        "numerics/1 (add f32 with NaN and signed zero): invalid vector: "
+        "options: must be an object, not a string",
+        "numerics/2 (maximum propagates NaN; max(+0,-0) either sign): invalid "
+        "vector: outputs[0].check: alternatives key '-0' is not an element "
+        "index below 3",
+        "numerics/3 (add f32 with NaN and signed zero): invalid vector: "
+        "options.enable: must be a list, not a string",
+        "numerics/4 (add f32 with NaN and signed zero): invalid vector: "
+        "options.enable[0]: must be a string, not an integer",
+        "numerics/5 (add f32 with NaN and signed zero): invalid vector: "
+        "inputs[0]: 'strides' must be a list of integers",
+        "numerics/6 (add with mismatched sizes is a shape error): invalid "
+        "vector: error.status: 'KILN_ERR_NOPE' is not a Kiln status name",
+        "numerics/7 (add f32 with NaN and signed zero): invalid vector: error: "
+        "does not apply to a valid or acceptable test",
+        /* 1 + 2^24 * 2^40 wraps to 1 in 64 bits: one stored element */
+        "numerics/8 (add f32 with NaN and signed zero): invalid vector: "
+        "inputs[0]: storage too large (at most 67108864 elements per tensor)",
+        "numerics/9 (add f32 with NaN and signed zero): invalid vector: "
+        "outputz: unknown field",
+        "numerics/10 (add f32 with NaN and signed zero): invalid vector: "
+        "outputs[0].check: 'max' must be an integer >= 0",
+        "numerics/11 (add f32 with NaN and signed zero): invalid vector: "
+        "outputs[0].check.bounds: does not apply to this check kind",
+        "numerics/12 (add f32 with NaN and signed zero): invalid vector: "
+        "inputs: 1 tensors for a fusion of 2 inputs",
+        "differential/1 (add of two uniform vectors): invalid vector: seed: -1 "
+        "is outside 0..9223372036854775807",
+        "differential/2 (add of two uniform vectors): invalid vector: "
+        "inputs[0].data: unknown field (the fields here are dtype, shape or "
+        "dist)",
+        "differential/3 (add of two uniform vectors): invalid vector: "
+        "tolerance[0].max: must be an integer in 0..9223372036854775807, not "
+        "a string",
+        "differential/4 (sum of 10000 uniform values): invalid vector: "
+        "tolerance[0].max: unknown field (the fields here are kind, n or "
+        "absFusion)",
+        "differential/5 (add of two uniform vectors): invalid vector: "
+        "inputsFirst[0][0]: '0x3f8000001' does not fit f32",
+    };
+    int rc = conform("--backend ref --vectors " FIX "malformed", out, sizeof out);
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, out);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(out, want[i]) != NULL, "lacks '%s':\n%s", want[i],
+                      out);
+    ck_assert_msg(strstr(out, "Checks: 35, Failures: 35, Errors: 0"), "%s", out);
+}
+END_TEST
+
+/* budget/: tests over the per-test budget fail at once as invalid vectors
+** (the element budget before decoding, the work budget in kiln_execute
+** through max_work), in fork mode and in the runner's own process; a
+** small test next to them still passes.  Before the budget, test 2 (a
+** 2^48-element reduction over two stride-0 inputs) ran for days. */
+START_TEST(cli_budget)
+{
+    static char out[65536];
+    static const char *const want[] = {
+        "FAIL numerics/1 (two 1-element inputs with stride 0 spanning a "
+        "2^56-element domain): invalid vector: inputs[0]: too many elements "
+        "(at most 67108864 per tensor)",
+        "FAIL numerics/2 (a 2^48-element domain within the element budget: "
+        "the work budget): invalid vector: kiln_execute: KILN_ERR_LIMIT: "
+        "kiln_execute: work limit: this call would do 281475010265089 element "
+        "operations, above the context's max_work of 4294967296",
+        "FAIL numerics/3 (five 2^24-element stride-0 inputs: the total over "
+        "tensors): invalid vector: inputs[3]: the test's tensors exceed the "
+        "per-test budget of 67108864 elements here",
+        "Checks: 4, Failures: 3, Errors: 0",
+    };
+    for (int nofork = 0; nofork < 2; nofork++) {
+        if (nofork)
+            setenv("CK_FORK", "no", 1);
+        int rc = conform("--backend ref --timeout 20 --vectors " FIX "budget",
+                         out, sizeof out);
+        unsetenv("CK_FORK");
+        ck_assert_msg(rc == 1, "rc %d: %s", rc, out);
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+            ck_assert_msg(strstr(out, want[i]) != NULL, "CK_FORK=%s: lacks "
+                          "'%s':\n%s", nofork ? "no" : "yes", want[i], out);
+    }
+}
+END_TEST
+
+/* sumbound/: an absFusion whose output is smaller than the output it
+** bounds is an invalid vector.  The runner used to read the main output's
+** element count from it (a heap over-read, fatal under ASan and with
+** CK_FORK=no).  Differential needs a backend other than ref: the test
+** plugin, which runs like ref. */
+START_TEST(cli_sumbound_size)
+{
+    static char out[65536];
+    const char *plugin = getenv("KILN_TEST_PLUGIN");
+    char args[4096];
+    ck_assert_msg(plugin != NULL, "KILN_TEST_PLUGIN is unset (run through "
+                                  "make test-unit)");
+    snprintf(args, sizeof args, "--backend '%s' --vectors " FIX "sumbound",
+             plugin);
+    int rc = conform(args, out, sizeof out);
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "FAIL differential/1 (row sums bounded by a "
+                              "scalar absFusion): invalid vector: "
+                              "tolerance[0]: output 0 of 'absFusion' is f32 "
+                              "of 1 elements; sumBound needs a float output "
+                              "of the 4096 elements output 0 has"),
+                  "%s", out);
 }
 END_TEST
 
@@ -742,6 +932,9 @@ Suite *conform_check_suite(void)
     tcase_add_test(tc, cli_bad_vectors);
     tcase_add_test(tc, cli_usage_errors);
     tcase_add_test(tc, cli_list_filter_shard);
+    tcase_add_test(tc, cli_malformed_vectors);
+    tcase_add_test(tc, cli_budget);
+    tcase_add_test(tc, cli_sumbound_size);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -9,6 +9,7 @@
 #include <check.h>
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,23 +350,53 @@ START_TEST(deep_chains)
 }
 END_TEST
 
+/* Inputs [n, 1] and [1, n] that view one float with stride 0: 8 bytes of
+** data for an n x n domain. */
+static void stride0_pair(int64_t n, float *one, kiln_tensor *in[2])
+{
+    int64_t xs[2] = {n, 1}, ys[2] = {1, n}, zero[2] = {0, 0};
+    in[0] = tu_tensor(KILN_F32, 2, xs, zero, one);
+    in[1] = tu_tensor(KILN_F32, 2, ys, zero, one);
+}
+
+/* Domains far larger than memory from 8 bytes of stride-0 data are
+** refused before anything runs: sizes whose product overflows int64, and
+** a 2^56-element reduction, which would run for days, over the default
+** work limit (docs/runtime.md, "Limits"). */
 START_TEST(huge_stride0_domains)
 {
+    static const struct {
+        const char *kf;
+        int64_t n;
+        const char *needle;
+    } cases[] = {
+        {"kiln.fusion 1\n%x = input f32 [?, 1]\n%y = input f32 [1, ?]\n"
+         "%z = add %x %y\n%w = sum %z axes=[0]\n%v = neg %w\noutput %z\n",
+         (int64_t)1 << 40,
+         "work limit: the element count of %2 (add, shape [1099511627776, "
+         "1099511627776]) overflows"},
+        {"kiln.fusion 1\n%x = input f32 [?, 1]\n%y = input f32 [1, ?]\n"
+         "%z = add %x %y\n%w = sum %z axes=[0, 1]\noutput %w\n",
+         (int64_t)1 << 28,
+         "work limit: this call would do 72057594574798849 element "
+         "operations, above the context's max_work of 1099511627776 (the "
+         "largest part: %2, add, shape [268435456, 268435456]"},
+    };
     kiln_context *ctx = tu_ctx();
-    kiln_fusion *f = tu_fusion("kiln.fusion 1\n%x = input f32 [?, 1]\n"
-                               "%y = input f32 [1, ?]\n%z = add %x %y\n"
-                               "%w = sum %z axes=[0]\n%v = neg %w\noutput %z\n");
-    float one = 1;
-    int64_t xs[2] = {(int64_t)1 << 40, 1}, ys[2] = {1, (int64_t)1 << 40};
-    int64_t zero[2] = {0, 0};
-    kiln_tensor *in[2] = {tu_tensor(KILN_F32, 2, xs, zero, &one),
-                          tu_tensor(KILN_F32, 2, ys, zero, &one)};
-    kiln_tensor *out[1] = {NULL};
-    ck_assert_int_eq(kiln_execute(ctx, f, in, 2, out, 1, NULL, NULL), KILN_ERR_LIMIT);
-    ck_assert_ptr_null(out[0]);
-    kiln_tensor_destroy(in[0]);
-    kiln_tensor_destroy(in[1]);
-    kiln_fusion_destroy(f);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kiln_fusion *f = tu_fusion(cases[i].kf);
+        float one = 1;
+        kiln_tensor *in[2], *out[1] = {NULL};
+        stride0_pair(cases[i].n, &one, in);
+        ck_assert_int_eq(kiln_execute(ctx, f, in, 2, out, 1, NULL, NULL),
+                         KILN_ERR_LIMIT);
+        ck_assert_ptr_null(out[0]);
+        ck_assert_msg(strstr(kiln_last_error(), cases[i].needle), "%s",
+                      kiln_last_error());
+        kiln_tensor_destroy(in[0]);
+        kiln_tensor_destroy(in[1]);
+        kiln_fusion_destroy(f);
+    }
     kiln_context_destroy(ctx);
 }
 END_TEST
@@ -596,6 +627,82 @@ START_TEST(backend_choice)
 }
 END_TEST
 
+/* A context on ref with kiln_context_config.max_work = limit; struct_size
+** `size` (an older caller's smaller struct when below sizeof). */
+static kiln_context *work_ctx(uint64_t limit, size_t size)
+{
+    kiln_context_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.struct_size = size;
+    cfg.backend = "ref";
+    cfg.use_env_override = 1;
+    cfg.max_work = limit;
+    kiln_context *ctx = NULL;
+    ck_assert_int_eq(kiln_context_create(&cfg, &ctx), KILN_OK);
+    return ctx;
+}
+
+/* Run a one-input f32 fusion on n elements; returns the status. */
+static kiln_status run_n(kiln_context *ctx, const kiln_fusion *f, int64_t n)
+{
+    float *x = calloc((size_t)n + 1, sizeof *x);
+    kiln_tensor *in[1] = {tu_tensor(KILN_F32, 1, &n, NULL, x)};
+    kiln_tensor *out[1] = {NULL};
+    kiln_status st = kiln_execute(ctx, f, in, 1, out, 1, NULL, NULL);
+    ck_assert(st == KILN_OK || out[0] == NULL);
+    kiln_tensor_destroy(out[0]);
+    kiln_tensor_destroy(in[0]);
+    free(x);
+    return st;
+}
+
+/* kiln_context_config.max_work (docs/runtime.md, "Limits"): the sum of
+** every value's element count (+ M*N*K per matmul) is checked before
+** anything runs, against a configured limit or the default. */
+START_TEST(work_limit)
+{
+    kiln_context *ctx;
+    kiln_fusion *f;
+    kiln_tensor *out[1] = {NULL};
+
+    /* a configured limit: neg of n elements is 2n element operations */
+    f = tu_fusion("kiln.fusion 1\n%x = input f32 [?]\n%y = neg %x\n"
+                  "output %y\n");
+    ctx = work_ctx(100, sizeof(kiln_context_config));
+    ck_assert_int_eq(run_n(ctx, f, 50), KILN_OK);
+    ck_assert_int_eq(run_n(ctx, f, 51), KILN_ERR_LIMIT);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "102 element operations, "
+                                                    "above the context's "
+                                                    "max_work of 100"));
+    kiln_context_destroy(ctx);
+    /* a caller built before the field existed gets the default */
+    ctx = work_ctx(100, offsetof(kiln_context_config, max_work));
+    ck_assert_int_eq(run_n(ctx, f, 51), KILN_OK);
+    kiln_context_destroy(ctx);
+    kiln_fusion_destroy(f);
+
+    /* matmul counts M*N*K on top of its M*N result: [2,3] x [3,4] is
+    ** 6 + 12 + 8 + 2*4*3 = 50 */
+    f = tu_fusion("kiln.fusion 1\n%a = input f32 [?, ?]\n"
+                  "%b = input f32 [?, ?]\n%c = matmul %a %b\noutput %c\n");
+    float a[6] = {0}, b[12] = {0};
+    int64_t as[2] = {2, 3}, bs[2] = {3, 4};
+    for (uint64_t lim = 49; lim <= 50; lim++) {
+        ctx = work_ctx(lim, sizeof(kiln_context_config));
+        kiln_tensor *mi[2] = {tu_tensor(KILN_F32, 2, as, NULL, a),
+                              tu_tensor(KILN_F32, 2, bs, NULL, b)};
+        kiln_status st = kiln_execute(ctx, f, mi, 2, out, 1, NULL, NULL);
+        ck_assert_int_eq(st, lim == 50 ? KILN_OK : KILN_ERR_LIMIT);
+        kiln_tensor_destroy(out[0]);
+        out[0] = NULL;
+        kiln_tensor_destroy(mi[0]);
+        kiln_tensor_destroy(mi[1]);
+        kiln_context_destroy(ctx);
+    }
+    kiln_fusion_destroy(f);
+}
+END_TEST
+
 START_TEST(tensor_validation)
 {
     kiln_tensor *t = NULL;
@@ -612,6 +719,21 @@ START_TEST(tensor_validation)
     ck_assert_int_eq(kiln_tensor_create(NULL, KILN_F64, 2, two, hs, KILN_MEM_HOST, NULL, &t), KILN_ERR_LIMIT);
     ck_assert_int_eq(kiln_tensor_create(NULL, KILN_F32, 2, ok, NULL, KILN_MEM_DEVICE, NULL, &t), KILN_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_null(t);
+    /* a stride-0 view of 2^62 elements over one float: its bytes do not
+    ** fit size_t, so no host buffer can match it (the byte count used to
+    ** wrap to 0 and a 0-byte write scattered 2^62 elements) */
+    float one = 1;
+    int64_t big = (int64_t)1 << 62, zero = 0;
+    t = tu_tensor(KILN_F32, 1, &big, &zero, &one);
+    ck_assert_int_eq(kiln_tensor_numel(t), big);
+    ck_assert_int_eq(kiln_tensor_write(NULL, t, &one, 0), KILN_ERR_LIMIT);
+    ck_assert_int_eq(kiln_tensor_read(NULL, t, &one, 0), KILN_ERR_LIMIT);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "do not fit one host buffer"));
+    kiln_tensor_destroy(t);
+    t = NULL;
+    /* an empty shape whose other sizes multiply past int64 */
+    int64_t wide[3] = {0, (int64_t)1 << 40, (int64_t)1 << 40};
+    ck_assert_int_eq(kiln_tensor_create(NULL, KILN_F32, 3, wide, NULL, KILN_MEM_HOST, NULL, &t), KILN_ERR_LIMIT);
     /* owned, zeroed; strided write/read in element order */
     ck_assert_int_eq(kiln_tensor_create(NULL, KILN_F32, 2, ok, NULL, KILN_MEM_HOST, NULL, &t), KILN_OK);
     ck_assert_int_eq(kiln_tensor_numel(t), 6);
@@ -715,6 +837,7 @@ Suite *execute_suite(void)
     tcase_add_test(tc, validation_errors);
     tcase_add_test(tc, deep_chains);
     tcase_add_test(tc, huge_stride0_domains);
+    tcase_add_test(tc, work_limit);
     tcase_add_test(tc, info_record_and_json);
     tcase_add_test(tc, dumps_go_to_the_dump_stream);
     tcase_add_test(tc, env_snapshot_rules);

@@ -201,6 +201,17 @@ static void slurp(FILE *fp, char *buf, size_t cap)
     buf[n] = '\0';
 }
 
+/* neg of 3 floats: the fusion, an input over x and an output over o. */
+static kiln_fusion *neg3(float *x, float *o, kiln_tensor **in,
+                         kiln_tensor **out)
+{
+    int64_t sz[1] = {3};
+    *in = tu_tensor(KILN_F32, 1, sz, NULL, x);
+    *out = tu_tensor(KILN_F32, 1, sz, NULL, o);
+    return tu_fusion("kiln.fusion 1\n%x = input f32 [?]\n%y = neg %x\n"
+                     "output %y\n");
+}
+
 START_TEST(warn_register_spill_reports_compiled_kernels)
 {
     const char *path = plugin_path();
@@ -217,12 +228,9 @@ START_TEST(warn_register_spill_reports_compiled_kernels)
     cfg.dump_stream = dump;
     kiln_context *ctx;
     ck_assert_int_eq(kiln_context_create(&cfg, &ctx), KILN_OK);
-    kiln_fusion *f = tu_fusion("kiln.fusion 1\n%x = input f32 [?]\n"
-                               "%y = neg %x\noutput %y\n");
     float x[3] = {1, 2, 3}, o[3];
-    int64_t sz[1] = {3};
-    kiln_tensor *in[1] = {tu_tensor(KILN_F32, 1, sz, NULL, x)};
-    kiln_tensor *out[1] = {tu_tensor(KILN_F32, 1, sz, NULL, o)};
+    kiln_tensor *in[1], *out[1];
+    kiln_fusion *f = neg3(x, o, &in[0], &out[0]);
     const char *w64[1] = {"warn_register_spill(64)"};
     const char *w256[1] = {"warn_register_spill(256)"};
     const char *nofma[1] = {"fma"};
@@ -255,6 +263,96 @@ START_TEST(warn_register_spill_reports_compiled_kernels)
 }
 END_TEST
 
+/* The test plugin's path, required: these tests cannot pass without it. */
+static const char *need_plugin(void)
+{
+    const char *p = plugin_path();
+    ck_assert_msg(p != NULL, "KILN_TEST_PLUGIN is unset (run through make "
+                             "test-unit)");
+    return p;
+}
+
+/* A data object exported under the entry symbol's name is refused from its
+** ELF symbol type, never called (tests/plugins/kiln_data_entry.c). */
+START_TEST(data_entry_symbol)
+{
+    char path[4096], why[512];
+    const char *tp = need_plugin(), *slash = strrchr(tp, '/');
+    snprintf(path, sizeof path, "%.*s/libkiln_data_entry.so",
+             slash ? (int)(slash - tp) : 1, slash ? tp : ".");
+    kiln_context *ctx;
+    ck_assert_int_eq(try_create(path, &ctx), KILN_ERR_ABI);
+    ck_assert_ptr_null(ctx);
+    ck_assert_msg(strstr(kiln_last_error(), "the entry symbol "
+                                            "kiln_backend_entry is not usable: "
+                                            "it is not a function (ELF symbol "
+                                            "type 1, a data object)"),
+                  "%s", kiln_last_error());
+    ck_assert_int_eq(kiln_backend_probe(path, why, sizeof why), KILN_ERR_ABI);
+    ck_assert_ptr_nonnull(strstr(why, "not a function"));
+}
+END_TEST
+
+/* Length of the run of 'x' that ends s (0 when s does not end in 'x'). */
+static size_t trailing_x(const char *s)
+{
+    size_t n = strlen(s), k = 0;
+    while (k < n && s[n - 1 - k] == 'x')
+        k++;
+    return k;
+}
+
+/* A backend that fills a host buffer to its last byte without a NUL: error
+** messages are read up to the buffer's end (cap - 1 bytes, then the host's
+** NUL), never past it; identity, path and flags, which become keys and
+** records, are refused with KILN_ERR_ABI. */
+START_TEST(unterminated_backend_strings)
+{
+    const char *path = need_plugin();
+    kiln_context *ctx;
+    setenv("KILN_TEST_PLUGIN_UNTERMINATED", "open", 1);
+    ck_assert_int_eq(try_create(path, &ctx), KILN_ERR_BACKEND_UNAVAILABLE);
+    ck_assert_uint_eq(trailing_x(kiln_last_error()), 511); /* err[512] */
+    float x[3] = {1, 2, 3}, o[3];
+    kiln_tensor *in[1], *out[1];
+    kiln_fusion *f = neg3(x, o, &in[0], &out[0]);
+    static const struct {
+        const char *mode;
+        kiln_status st;
+        size_t xs;
+        const char *needle;
+    } modes[] = {
+        {"compile", KILN_ERR_BACKEND, 1023, "backend test-plugin: xxx"},
+        {"launch", KILN_ERR_BACKEND, 1023, "on test-plugin: xxx"},
+        {"identity", KILN_ERR_ABI, 0,
+         "backend test-plugin: the identity string for kernel options '' is "
+         "not NUL-terminated within its 512 bytes"},
+        {"path", KILN_ERR_ABI, 0,
+         "backend test-plugin: compile returned a kernel path or flags string "
+         "that is not NUL-terminated within its 16 or 256 bytes"},
+        {"flags", KILN_ERR_ABI, 0, "not NUL-terminated within its 16 or 256"},
+    };
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        unsetenv("KILN_TEST_PLUGIN_UNTERMINATED");
+        ck_assert_int_eq(try_create(path, &ctx), KILN_OK);
+        setenv("KILN_TEST_PLUGIN_UNTERMINATED", modes[i].mode, 1);
+        kiln_status st = kiln_execute(ctx, f, in, 1, out, 1, NULL, NULL);
+        ck_assert_msg(st == modes[i].st, "%s: %s: %s", modes[i].mode,
+                      kiln_status_name(st), kiln_last_error());
+        ck_assert_msg(strstr(kiln_last_error(), modes[i].needle), "%s: %s",
+                      modes[i].mode, kiln_last_error());
+        ck_assert_msg(trailing_x(kiln_last_error()) == modes[i].xs,
+                      "%s: %zu x", modes[i].mode,
+                      trailing_x(kiln_last_error()));
+        kiln_context_destroy(ctx);
+    }
+    unsetenv("KILN_TEST_PLUGIN_UNTERMINATED");
+    kiln_tensor_destroy(in[0]);
+    kiln_tensor_destroy(out[0]);
+    kiln_fusion_destroy(f);
+}
+END_TEST
+
 Suite *plugin_suite(void)
 {
     Suite *s = suite_create("plugin");
@@ -267,6 +365,8 @@ Suite *plugin_suite(void)
     tcase_add_test(tc, so_name_in_current_directory);
     tcase_add_test(tc, reference_fallback_at_compile);
     tcase_add_test(tc, reference_fallback_at_launch);
+    tcase_add_test(tc, data_entry_symbol);
+    tcase_add_test(tc, unterminated_backend_strings);
     suite_add_tcase(s, tc);
     return s;
 }
