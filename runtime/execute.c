@@ -255,6 +255,7 @@ typedef struct call {
     int *hit;
     void *inter_raw, *inter_mem; /* one block for all intermediates */
     int64_t *inter_off;
+    void *stream;            /* kiln_exec_options.stream (device backends) */
     /* small inline storage (the hit path allocates nothing) */
     kiln_tensor *outs_small[SMALL_VIEWS];
     uint8_t allocated_small[SMALL_VIEWS];
@@ -382,6 +383,19 @@ static void warn_spills(const kiln__plan *p, const call *c, uint64_t limit,
 
 /* ------------------------------------------------------- host staging */
 
+/* With a stream (device backends only; NULL: nothing to do), wait for the
+** work issued on it (stream NULL below: the backend's default stream). */
+static kiln_status sync_stream(kiln_context *ctx, void *stream, const char *when)
+{
+    char err[512];
+    err[0] = '\0';
+    kiln_status s = ctx->be.stream_sync(ctx->be_state, stream, err, sizeof err);
+    if (s != KILN_OK)
+        return kiln__err(s, "execute: stream synchronization %s: %s", when,
+                         err[0] ? err : kiln_strerror(s));
+    return KILN_OK;
+}
+
 /* Copy a device view's storage span to a fresh host block (outputs too:
 ** the span is copied so untouched bytes survive the copy back). */
 static kiln_status stage_view(kiln_context *ctx, kiln_ir_tensor *t,
@@ -426,6 +440,11 @@ static kiln_status run_on_ref(kiln_context *ctx, void *ref_handle,
     kiln_status s = KILN_OK;
     char err[1024];
     err[0] = '\0';
+    /* the copies run on the backend's default stream: the caller's stream
+    ** must have produced the inputs first */
+    if (device && (s = sync_stream(ctx, L->stream, "before the reference "
+                                   "fallback")) != KILN_OK)
+        return s;
     if (device) {
         host = kiln__calloc(nv ? nv : 1, sizeof *host);
         bytes = kiln__calloc(nv ? nv : 1, sizeof *bytes);
@@ -458,6 +477,9 @@ static kiln_status run_on_ref(kiln_context *ctx, void *ref_handle,
                 goto done;
             }
         }
+        /* ...and the later segments on the caller's stream must see them */
+        if (L->stream != NULL)
+            s = sync_stream(ctx, NULL, "after the reference fallback");
     }
 done:
     if (device && host != NULL) {
@@ -736,6 +758,12 @@ static kiln_status fill_info(kiln_exec_info *info, const kiln_context *ctx,
 static void call_free(call *c, int failed, size_t n_outputs)
 {
     kiln_context *ctx = c->ctx;
+    /* a failed call may have queued work on the caller's stream that
+    ** writes the memory freed below: let it finish (best effort) */
+    if (failed && c->stream != NULL && c->plan != NULL) {
+        char err[256]; /* not kiln__err: the call's own error stays */
+        (void)ctx->be.stream_sync(ctx->be_state, c->stream, err, sizeof err);
+    }
     if (c->kern != NULL) {
         for (uint32_t i = 0; c->plan != NULL && i < c->plan->n_segs; i++)
             kiln__kernel_release(c->kern[i]);
@@ -783,11 +811,26 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
                          f->n_outputs, f->n_outputs == 1 ? "" : "s", n_outputs);
     if (outputs == NULL && n_outputs > 0)
         return kiln__err(KILN_ERR_INVALID_ARGUMENT, "kiln_execute: outputs is NULL");
-    if (opts != NULL && opts->struct_size < sizeof *opts)
+    /* two layouts: without `stream` (older callers) and with it */
+    if (opts != NULL && opts->struct_size != offsetof(kiln_exec_options, stream) &&
+        opts->struct_size < sizeof *opts)
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
-                         "kiln_execute: opts->struct_size %zu is too small (set "
+                         "kiln_execute: opts->struct_size %zu is neither %zu "
+                         "(the layout without `stream`) nor at least %zu (set "
                          "it to sizeof(kiln_exec_options))",
-                         opts->struct_size);
+                         opts->struct_size, offsetof(kiln_exec_options, stream),
+                         sizeof *opts);
+    void *stream = opts != NULL && opts->struct_size >= sizeof *opts ? opts->stream
+                                                                      : NULL;
+    if (stream != NULL && ctx->be.memory == KILN_MEM_DEVICE &&
+        ctx->be.stream_sync == NULL)
+        return kiln__err(KILN_ERR_UNSUPPORTED,
+                         "kiln_execute: opts->stream is set but backend %s does "
+                         "not take streams (its descriptor has no "
+                         "stream_sync); pass NULL to use its default stream",
+                         ctx->name);
+    if (ctx->be.memory != KILN_MEM_DEVICE)
+        stream = NULL; /* host backends finish before returning: ignored */
     if (opts != NULL && ((opts->n_enable > 0 && opts->enable == NULL) ||
                          (opts->n_disable > 0 && opts->disable == NULL)))
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
@@ -838,6 +881,7 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
     c.f = f;
     c.inputs = inputs;
     c.outputs = outputs;
+    c.stream = stream;
     c.shapes = c.shapes_small;
     c.kern = NULL;
     c.hit = c.hit_small;
@@ -1075,6 +1119,7 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
         L.n_outputs = s->n_outs;
         L.profile = profile;
         L.gpu_ms = -1;
+        L.stream = stream;
         if (kiln__opt_on(&eo, KOPT_DUMP_LAUNCH_PARAMS)) {
             flockfile(dump);
             fprintf(dump, "kiln: launch segment %u (%s) kernel %016llx domain [",
@@ -1120,6 +1165,9 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
         if (in != in_small) kiln__free(in);
         if (out != out_small) kiln__free(out);
     }
+    /* the intermediates are freed below: the stream must be done with them */
+    if (st == KILN_OK && stream != NULL && c.inter_raw != NULL)
+        st = sync_stream(ctx, stream, "before freeing the intermediates");
     if (st == KILN_OK && info != NULL)
         st = fill_info(info, ctx, &eo, &c, plan_hit, reference, gpu_ms);
     if (reference != reference_small) kiln__free(reference);

@@ -387,7 +387,7 @@ int kiln_cmd_run(int argc, char **argv)
         fprintf(stderr, "kiln run: out of memory\n");
         goto done;
     }
-    kiln_exec_options eo = {sizeof eo, enable, n_en, disable, n_dis};
+    kiln_exec_options eo = {sizeof eo, enable, n_en, disable, n_dis, NULL};
     for (long r = 0; r < repeat; r++) {
         for (int j = 0; j < n_outputs; j++) {
             kiln_tensor_destroy(outs[j]);

@@ -426,6 +426,17 @@ typedef struct kiln_exec_options {
     size_t n_enable;
     const char *const *disable;
     size_t n_disable;
+    /* Appended in 0.1 (read only when struct_size covers it; a struct_size
+    ** of offsetof(kiln_exec_options, stream) is the older layout and means
+    ** NULL).  The stream the call's device work is issued on: a CUstream
+    ** for the cuda backend, whose launches, library calls and copies are
+    ** then ordered on it; NULL is the legacy default stream.  The call may
+    ** return before the work is done: the caller synchronizes with the
+    ** stream as with any other work on it.  Host-memory backends (ref)
+    ** finish before returning and ignore it.  A device-memory backend that
+    ** does not take streams fails the call with KILN_ERR_UNSUPPORTED when
+    ** it is not NULL (docs/runtime.md, "Streams"). */
+    void *stream;
 } kiln_exec_options;
 
 typedef enum kiln_segment_kind {
