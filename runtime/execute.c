@@ -1185,3 +1185,33 @@ fail:
         info->valid = 0;
     return st;
 }
+
+kiln_status kiln_fusion_output_sizes(const kiln_fusion *f,
+                                     kiln_tensor *const *inputs,
+                                     size_t n_inputs, int64_t *sizes,
+                                     size_t cap)
+{
+    if (f == NULL || sizes == NULL)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_fusion_output_sizes: %s is NULL",
+                         f ? "sizes" : "fusion");
+    if (f->finalized && cap < (size_t)f->n_outputs * KILN_MAX_RANK)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_fusion_output_sizes: cap %zu is less than %u "
+                         "outputs x KILN_MAX_RANK",
+                         cap, f->n_outputs);
+    int64_t small[SMALL_NODES][KILN_MAX_RANK], (*shapes)[KILN_MAX_RANK] = small;
+    if (f->n_nodes > SMALL_NODES &&
+        (shapes = kiln__malloc(f->n_nodes * sizeof *shapes)) == NULL)
+        return kiln__err(KILN_ERR_NO_MEMORY, "kiln_fusion_output_sizes: out of memory");
+    kiln_status st = kiln__fusion_shapes(f, inputs, n_inputs, shapes);
+    if (st == KILN_OK) {
+        for (uint32_t j = 0; j < f->n_outputs; j++)
+            memcpy(&sizes[(size_t)j * KILN_MAX_RANK], shapes[f->outputs[j]],
+                   sizeof shapes[0]);
+        kiln__err_clear();
+    }
+    if (shapes != small)
+        kiln__free(shapes);
+    return st;
+}

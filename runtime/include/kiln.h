@@ -483,6 +483,18 @@ KILN_API kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
                                   const kiln_exec_options *opts,
                                   kiln_exec_info *info);
 
+/* The sizes of every output of `f` for these inputs, as kiln_execute
+** computes them (so that a caller can allocate the outputs itself):
+** sizes[j * KILN_MAX_RANK + a] receives axis a of output j (its rank is
+** kiln_fusion_io's); `cap` is the number of int64_t that sizes holds and
+** must be at least n_outputs * KILN_MAX_RANK.  Checks the inputs' count,
+** dtypes, ranks and sizes with kiln_execute's messages (KILN_ERR_DTYPE,
+** KILN_ERR_SHAPE, ...); on error sizes is untouched. */
+KILN_API kiln_status kiln_fusion_output_sizes(const kiln_fusion *f,
+                                              kiln_tensor *const *inputs,
+                                              size_t n_inputs, int64_t *sizes,
+                                              size_t cap);
+
 #ifdef __cplusplus
 }
 #endif
