@@ -521,3 +521,51 @@ kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
     *hit = 0;
     return KILN_OK;
 }
+
+/* ------------------------------------------------------------- clearing */
+
+kiln_status kiln_context_clear_caches(kiln_context *ctx)
+{
+    if (ctx == NULL)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_context_clear_caches: ctx is NULL");
+    kiln__caches *c = &ctx->caches;
+    kiln__plan *plans = NULL;
+    pthread_mutex_lock(&c->plan_mu);
+    while (c->plan_tail != NULL) {
+        kiln__plan *old = c->plan_tail;
+        plan_lru_unlink(c, old);
+        plan_unchain(c, old);
+        c->plan_count--;
+        c->plan_evictions++;
+        old->lru_next = plans; /* released after unlocking */
+        plans = old;
+    }
+    pthread_mutex_unlock(&c->plan_mu);
+    kiln__kernel *kerns = NULL;
+    pthread_mutex_lock(&c->kern_mu);
+    for (kiln__kernel *t = c->kern_tail; t != NULL;) {
+        kiln__kernel *prev = t->lru_prev;
+        if (t->state != 0) { /* a pending one's compiler still needs it */
+            kern_remove(c, t);
+            c->kern_evictions++;
+            t->lru_next = kerns;
+            kerns = t;
+        }
+        t = prev;
+    }
+    pthread_mutex_unlock(&c->kern_mu);
+    while (plans != NULL) {
+        kiln__plan *n = plans->lru_next;
+        plans->lru_next = NULL;
+        kiln__plan_release(plans);
+        plans = n;
+    }
+    while (kerns != NULL) {
+        kiln__kernel *n = kerns->lru_next;
+        kiln__kernel_release(kerns);
+        kerns = n;
+    }
+    kiln__err_clear();
+    return KILN_OK;
+}

@@ -495,6 +495,12 @@ KILN_API kiln_status kiln_fusion_output_sizes(const kiln_fusion *f,
                                               size_t n_inputs, int64_t *sizes,
                                               size_t cap);
 
+/* Drop every plan and every compiled kernel from the context's caches
+** (each counts as an eviction); the next execute of anything is a miss.
+** Safe while other threads execute: an entry in use stays alive until its
+** call releases it, and a kernel still being compiled stays in the cache. */
+KILN_API kiln_status kiln_context_clear_caches(kiln_context *ctx);
+
 #ifdef __cplusplus
 }
 #endif
