@@ -1186,10 +1186,99 @@ fail:
     return st;
 }
 
+/* ---------------------------------------------------------------- views */
+
+/* Tensors for views[n] ("input"/"output" names them in errors), into
+** ts[n] and ptrs[n]. */
+static kiln_status views_to_tensors(const kiln_view *views, size_t n,
+                                    const char *what, kiln_tensor *ts,
+                                    kiln_tensor **ptrs)
+{
+    if (n > 0 && views == NULL)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT, "%ss is NULL", what);
+    for (size_t i = 0; i < n; i++) {
+        const kiln_view *v = &views[i];
+        char who[64];
+        snprintf(who, sizeof who, "%s %zu", what, i);
+        size_t es = kiln_dtype_size((kiln_dtype)v->dtype);
+        int64_t st[KILN_MAX_RANK];
+        for (int a = 0; es > 0 && a < v->rank && a < KILN_MAX_RANK; a++) {
+            int64_t b = v->byte_strides[a];
+            if (v->sizes[a] <= 1) {
+                st[a] = 0; /* never stepped */
+            } else if (b < 0) {
+                return kiln__err(KILN_ERR_SHAPE,
+                                 "%s: axis %d has a stride of %lld bytes: "
+                                 "strides must not be negative",
+                                 who, a, (long long)b);
+            } else if (b % (int64_t)es != 0) {
+                return kiln__err(KILN_ERR_ALIGNMENT,
+                                 "%s: axis %d has a stride of %lld bytes, not "
+                                 "a multiple of the %zu-byte element",
+                                 who, a, (long long)b, es);
+            } else {
+                st[a] = b / (int64_t)es;
+            }
+        }
+        int64_t bytes;
+        kiln_status s = kiln__tensor_describe(&ts[i], (kiln_dtype)v->dtype,
+                                              v->rank, v->sizes, st,
+                                              (kiln_memory)v->memory, who,
+                                              &bytes);
+        if (s != KILN_OK)
+            return s;
+        ts[i].data = v->data;
+        ptrs[i] = &ts[i];
+    }
+    return KILN_OK;
+}
+
+/* Room for n tensors and their pointers: the inline arrays when they hold
+** them, else one allocation (*heap). */
+static kiln_status view_room(size_t n, kiln_tensor *small_t,
+                             kiln_tensor **small_p, kiln_tensor **ts,
+                             kiln_tensor ***ps, void **heap)
+{
+    *ts = small_t;
+    *ps = small_p;
+    *heap = NULL;
+    if (n <= SMALL_VIEWS)
+        return KILN_OK;
+    *heap = kiln__malloc(n * (sizeof **ts + sizeof **ps));
+    if (*heap == NULL)
+        return kiln__err(KILN_ERR_NO_MEMORY, "execute: out of memory");
+    *ts = *heap;
+    *ps = (kiln_tensor **)(*ts + n);
+    return KILN_OK;
+}
+
+kiln_status kiln_execute_views(kiln_context *ctx, const kiln_fusion *f,
+                               const kiln_view *inputs, size_t n_inputs,
+                               const kiln_view *outputs, size_t n_outputs,
+                               const kiln_exec_options *opts,
+                               kiln_exec_info *info)
+{
+    kiln_tensor it[SMALL_VIEWS], ot[SMALL_VIEWS], *ip[SMALL_VIEWS],
+        *op[SMALL_VIEWS];
+    kiln_tensor *its, *ots, **ips, **ops;
+    void *ih = NULL, *oh = NULL;
+    kiln_status st = view_room(n_inputs, it, ip, &its, &ips, &ih);
+    if (st == KILN_OK)
+        st = view_room(n_outputs, ot, op, &ots, &ops, &oh);
+    if (st == KILN_OK)
+        st = views_to_tensors(inputs, n_inputs, "input", its, ips);
+    if (st == KILN_OK)
+        st = views_to_tensors(outputs, n_outputs, "output", ots, ops);
+    if (st == KILN_OK)
+        st = kiln_execute(ctx, f, ips, n_inputs, ops, n_outputs, opts, info);
+    kiln__free(ih);
+    kiln__free(oh);
+    return st;
+}
+
 kiln_status kiln_fusion_output_sizes(const kiln_fusion *f,
-                                     kiln_tensor *const *inputs,
-                                     size_t n_inputs, int64_t *sizes,
-                                     size_t cap)
+                                     const kiln_view *inputs, size_t n_inputs,
+                                     int64_t *sizes, size_t cap)
 {
     if (f == NULL || sizes == NULL)
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
@@ -1200,18 +1289,25 @@ kiln_status kiln_fusion_output_sizes(const kiln_fusion *f,
                          "kiln_fusion_output_sizes: cap %zu is less than %u "
                          "outputs x KILN_MAX_RANK",
                          cap, f->n_outputs);
+    kiln_tensor it[SMALL_VIEWS], *ip[SMALL_VIEWS], *its, **ips;
+    void *ih = NULL;
     int64_t small[SMALL_NODES][KILN_MAX_RANK], (*shapes)[KILN_MAX_RANK] = small;
-    if (f->n_nodes > SMALL_NODES &&
+    kiln_status st = view_room(n_inputs, it, ip, &its, &ips, &ih);
+    if (st == KILN_OK)
+        st = views_to_tensors(inputs, n_inputs, "input", its, ips);
+    if (st == KILN_OK && f->n_nodes > SMALL_NODES &&
         (shapes = kiln__malloc(f->n_nodes * sizeof *shapes)) == NULL)
-        return kiln__err(KILN_ERR_NO_MEMORY, "kiln_fusion_output_sizes: out of memory");
-    kiln_status st = kiln__fusion_shapes(f, inputs, n_inputs, shapes);
+        st = kiln__err(KILN_ERR_NO_MEMORY, "kiln_fusion_output_sizes: out of memory");
+    if (st == KILN_OK)
+        st = kiln__fusion_shapes(f, ips, n_inputs, shapes);
     if (st == KILN_OK) {
         for (uint32_t j = 0; j < f->n_outputs; j++)
             memcpy(&sizes[(size_t)j * KILN_MAX_RANK], shapes[f->outputs[j]],
                    sizeof shapes[0]);
         kiln__err_clear();
     }
-    if (shapes != small)
+    if (shapes != small && shapes != NULL)
         kiln__free(shapes);
+    kiln__free(ih);
     return st;
 }

@@ -115,6 +115,13 @@ class ExecOptions(Structure):
                 ("n_disable", c_size_t), ("stream", c_void_p)]
 
 
+class View(Structure):
+    _fields_ = [("data", c_void_p), ("dtype", ctypes.c_int32),
+                ("rank", ctypes.c_int32), ("memory", ctypes.c_int32),
+                ("reserved", ctypes.c_int32), ("sizes", c_int64 * MAX_RANK),
+                ("byte_strides", c_int64 * MAX_RANK)]
+
+
 # name: (restype, argtypes).  int results are kiln_status.
 _PROTOS = {
     "kiln_status_name": (c_char_p, [c_int]),
@@ -135,6 +142,7 @@ _PROTOS = {
                                  POINTER(c_uint64)]),
     "kiln_options_json": (c_int, [c_void_p, POINTER(c_void_p)]),
     "kiln_dtype_name": (c_char_p, [c_int]),
+    "kiln_dtype_size": (c_size_t, [c_int]),
     "kiln_fusion_destroy": (None, [c_void_p]),
     "kiln_fusion_parse": (c_int, [c_char_p, c_size_t, POINTER(c_void_p)]),
     "kiln_fusion_print": (c_int, [c_void_p, POINTER(c_void_p)]),
@@ -145,7 +153,9 @@ _PROTOS = {
     "kiln_fusion_io": (c_int, [c_void_p, c_int, c_int, POINTER(c_int),
                                POINTER(c_int), POINTER(ctypes.c_uint8)]),
     "kiln_fusion_output_sizes": (c_int, [c_void_p, c_void_p, c_size_t,
-                                         POINTER(c_int64), c_size_t]),
+                                         c_void_p, c_size_t]),
+    "kiln_execute_views": (c_int, [c_void_p, c_void_p, c_void_p, c_size_t,
+                                   c_void_p, c_size_t, c_void_p, c_void_p]),
     "kiln_tensor_create": (c_int, [c_void_p, c_int, c_int, c_void_p, c_void_p,
                                    c_int, c_void_p, POINTER(c_void_p)]),
     "kiln_tensor_destroy": (None, [c_void_p]),
@@ -156,6 +166,7 @@ _PROTOS = {
     "kiln_context_backend": (c_char_p, [c_void_p]),
     "kiln_context_env_options": (c_void_p, [c_void_p]),
     "kiln_context_counters": (c_int, [c_void_p, POINTER(Counters)]),
+    "kiln_context_clear_caches": (c_int, [c_void_p]),
     "kiln_backend_probe": (c_int, [c_char_p, c_char_p, c_size_t]),
     "kiln_exec_info_create": (c_int, [POINTER(c_void_p)]),
     "kiln_exec_info_destroy": (None, [c_void_p]),
@@ -190,4 +201,4 @@ def take_text(ptr):
 
 
 __all__ = ["api", "LIBRARY", "MAX_RANK", "ErrorInfo", "OptionDesc",
-           "ContextConfig", "Counters", "ExecOptions", "take_text"]
+           "ContextConfig", "Counters", "ExecOptions", "View", "take_text"]

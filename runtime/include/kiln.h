@@ -483,7 +483,37 @@ KILN_API kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
                                   const kiln_exec_options *opts,
                                   kiln_exec_info *info);
 
-/* The sizes of every output of `f` for these inputs, as kiln_execute
+/* ------------------------------------------------- views (for bindings) */
+
+/* A borrowed strided view described per call, for language bindings that
+** would otherwise create and destroy a kiln_tensor per array per call.
+** byte_strides are in bytes: non-negative multiples of the element size
+** (an axis of size 0 or 1 may have any stride: it is never stepped). */
+typedef struct kiln_view {
+    void *data;
+    int32_t dtype;    /* kiln_dtype */
+    int32_t rank;
+    int32_t memory;   /* kiln_memory */
+    int32_t reserved; /* 0 */
+    int64_t sizes[KILN_MAX_RANK];
+    int64_t byte_strides[KILN_MAX_RANK];
+} kiln_view;
+
+/* kiln_execute on views: every output is given (nothing is allocated).
+** The views are checked as kiln_tensor_create checks its arguments, with
+** messages naming them ("input 1: axis 0 has a stride of -8 bytes"):
+** KILN_ERR_SHAPE for a negative stride, KILN_ERR_ALIGNMENT for one that is
+** not a multiple of the element size; then everything as kiln_execute. */
+KILN_API kiln_status kiln_execute_views(kiln_context *ctx,
+                                        const kiln_fusion *f,
+                                        const kiln_view *inputs,
+                                        size_t n_inputs,
+                                        const kiln_view *outputs,
+                                        size_t n_outputs,
+                                        const kiln_exec_options *opts,
+                                        kiln_exec_info *info);
+
+/* The sizes of every output of `f` for these input views, as kiln_execute
 ** computes them (so that a caller can allocate the outputs itself):
 ** sizes[j * KILN_MAX_RANK + a] receives axis a of output j (its rank is
 ** kiln_fusion_io's); `cap` is the number of int64_t that sizes holds and
@@ -491,7 +521,7 @@ KILN_API kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
 ** dtypes, ranks and sizes with kiln_execute's messages (KILN_ERR_DTYPE,
 ** KILN_ERR_SHAPE, ...); on error sizes is untouched. */
 KILN_API kiln_status kiln_fusion_output_sizes(const kiln_fusion *f,
-                                              kiln_tensor *const *inputs,
+                                              const kiln_view *inputs,
                                               size_t n_inputs, int64_t *sizes,
                                               size_t cap);
 
