@@ -16,6 +16,9 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 PYTHON   ?= python3
 JOBS     ?= 2
+# The Python frontend (python/) is tested under Debian's interpreter, the one
+# python3-numpy from `make deps` serves; the python3 on PATH may be another.
+PYTHON_SYS ?= $(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3)
 
 LIBDIR_SYS := /usr/lib/x86_64-linux-gnu
 CFLAGS_BASE := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
@@ -53,7 +56,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all lib cli unit test test-unit test-asan test-tsan deps install fuzz-kf \
+.PHONY: all lib cli unit test test-unit test-asan test-tsan deps install fuzz-kf test-python \
         uninstall clean help fuzz coverage conform bench gpu-bundle \
         docs-check testgen testgen-check mutants nvrtc-check valgrind examples
 
@@ -125,6 +128,7 @@ test:
 	$(MAKE) ci-check
 	$(MAKE) testgen-check
 	$(MAKE) test-unit
+	$(MAKE) test-python
 	$(MAKE) test-asan
 	$(MAKE) test-tsan
 	$(MAKE) valgrind
@@ -137,6 +141,12 @@ test:
 test-unit: $(BUILD)/unit_tests
 	KILN_TEST_PLUGIN=$(abspath $(BUILD)/plugins/libkiln_test_plugin.so) \
 	  KILN_BIN=$(abspath $(BUILD)/kiln) $(BUILD)/unit_tests
+
+# The Python frontend's unittest suite (python/tests), on build/libkiln.so.
+test-python: all
+	@echo "test-python: $(PYTHON_SYS), Python $$($(PYTHON_SYS) -c 'import sys; print(sys.version.split()[0])'), NumPy $$($(PYTHON_SYS) -c 'import numpy; print(numpy.__version__)')"
+	KILN_LIBRARY=$(abspath $(BUILD)/libkiln.so) KILN_BIN=$(abspath $(BUILD)/kiln) \
+	  PYTHONPATH=$(abspath python) $(PYTHON_SYS) -m unittest discover -s python/tests -p 'test_*.py'
 
 test-asan:
 	$(MAKE) -j$(JOBS) BUILD=$(BUILD)/asan SAN=asan all unit
@@ -173,7 +183,7 @@ examples: all
 	 else echo "examples: not present yet"; fi
 
 docs-check: all
-	$(PYTHON) scripts/docs_check.py $(BUILD)/kiln
+	$(PYTHON) scripts/docs_check.py $(BUILD)/kiln --python $(PYTHON_SYS)
 	$(PYTHON) testgen/check_catalogue.py $(BUILD)/kiln
 
 ci-check:
@@ -264,8 +274,10 @@ clean:
 help:
 	@echo "make            build/libkiln.a, build/libkiln.so, build/kiln"
 	@echo "make deps       install missing Debian packages (idempotent, needs root)"
-	@echo "make test       every check CI runs (unit, ASan+UBSan, TSan, valgrind,"
-	@echo "                vector freshness, NVRTC compile check, conformance, mutants)"
+	@echo "make test       every check CI runs (unit, Python, ASan+UBSan, TSan,"
+	@echo "                valgrind, vector freshness, NVRTC compile check,"
+	@echo "                conformance, mutants)"
+	@echo "make test-python  the Python frontend's tests (PYTHON_SYS=$(PYTHON_SYS))"
 	@echo "make conform    the conformance suite on the default backend"
 	@echo "make testgen    regenerate conformance/vectors"
 	@echo "make fuzz       libFuzzer on the option parser (FUZZ_SECONDS=60)"

@@ -3,7 +3,8 @@
 # Needs root (or sudo) when something is missing; prints what it does.
 set -euo pipefail
 need=(build-essential clang check libsubunit-dev libjansson-dev pkg-config lcov
-      python3 valgrind libclang-rt-14-dev)
+      python3 valgrind libclang-rt-14-dev
+      python3-numpy python3-venv python3-pip python3-setuptools)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -511,7 +511,7 @@ _np_out = ({} if _arrays._np is None else
            {k: _arrays._np.dtype(v) for k, v in _arrays._NP_NAMES.items()})
 
 
-_IO_PREFIX = re.compile(r"^(input|output) (\d+)(?=:)")
+_IO_PREFIX = re.compile(r"^(input|output) (\d+)(?=[: ])")
 
 
 def _named(e, fusion):
