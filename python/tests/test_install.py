@@ -72,9 +72,12 @@ class Search(unittest.TestCase):
         through pkg-config, from outside the source tree."""
         with tempfile.TemporaryDirectory() as d:
             prefix = os.path.join(d, "prefix")
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
             subprocess.run(["make", "-s", "install", "PREFIX=" + prefix,
                             "BUILD=" + os.path.relpath(BUILD, ROOT)],
-                           cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+                           cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
+                           env=env)
             src = os.path.join(d, "src")  # a copy: pip's build writes there
             shutil.copytree(PYDIR, src, ignore=shutil.ignore_patterns(
                 "__pycache__", "build", "*.egg-info"))
