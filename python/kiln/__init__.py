@@ -287,22 +287,22 @@ class Context:
             self._leave()
         return {name: getattr(c, name) for name, _ in Counters._fields_[1:]}
 
-    def clear_caches(self):
-        """Drop every cached plan and kernel (they count as evictions)."""
+    def _call(self, fn):
+        """fn(handle) for a C function of the context returning a status."""
         h = self._enter()
         try:
-            check(api.kiln_context_clear_caches(h))
+            check(fn(h))
         finally:
             self._leave()
+
+    def clear_caches(self):
+        """Drop every cached plan and kernel (they count as evictions)."""
+        self._call(api.kiln_context_clear_caches)
 
     def reload_env(self):
         """Read the environment (or the env dict's strings) again; on error
         the old snapshot stays in force."""
-        h = self._enter()
-        try:
-            check(api.kiln_context_reload_env(h))
-        finally:
-            self._leave()
+        self._call(api.kiln_context_reload_env)
 
     def env_options(self):
         """The canonical text of the environment snapshot in force."""

@@ -247,6 +247,9 @@ def describe(x, what, stream, device, writable=False):
         return from_numpy(x, what, writable)
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
         v = from_dlpack(x, what, stream)
+        if v.mem == DEVICE and v.device != device:
+            raise _fail("InvalidArgumentError", what, "the array is on device "
+                        "%d, the context on device %d" % (v.device, device))
         if writable and v.lib == "torch" and getattr(x, "requires_grad", False):
             raise _fail("InvalidArgumentError", what, "a tensor that requires "
                         "grad cannot be written")

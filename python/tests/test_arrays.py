@@ -92,6 +92,16 @@ class DLPackInputs(unittest.TestCase):
                               "host memory", str(cm.exception))
                 self.assertEqual(p.streams, [want])
 
+    def test_device_of_the_array_must_be_the_contexts(self):
+        class OnDevice3(FakeCudaDLPack):
+            def __dlpack_device__(self):
+                return (2, 3)
+        a = np.ones((2, 2), np.float32)
+        with self.assertRaises(kiln.InvalidArgumentError) as cm:
+            self.ctx.execute(self.f, [OnDevice3(a), a], outputs=[a.copy()])
+        self.assertIn("input 0 (a): the array is on device 3, the context on "
+                      "device 0", str(cm.exception))
+
     def test_capsule_must_be_fresh(self):
         class Used(HostDLPack):
             def __dlpack__(self, stream=None):
