@@ -352,7 +352,7 @@ class Context:
         buf = _ViewArrays[n_in + n_out]()
         base = ctypes.addressof(buf)
         s = None
-        if not all(type(x) is _ndarray for x in arrays):
+        if not all(type(x) is _ndarray or x is None for x in arrays):
             dev = [x for x in arrays if x is not None and _arrays.is_device(x)]
             if dev:
                 s = (_arrays.stream_handle(stream) if stream is not None
@@ -378,8 +378,6 @@ class Context:
                 else:
                     _pack_slow(buf, slot, x, fusion, s, self.device, views)
                 slot += 1
-            if alloc and n_in == 0:
-                self._allocate(fusion, buf, base, arrays, n_in, views)  # raises
             opts = None
             if s:
                 opts = _byref(ExecOptions(_EXEC_SIZE, items[0], items[1],
@@ -418,7 +416,8 @@ class Context:
         n_out = fusion.n_outputs
         # output sizes depend on the input sizes only: remembered per fusion
         try:
-            key = tuple(tuple(x.shape) for x in arrays[:n_in])
+            key = tuple([x.shape for x in arrays[:n_in]])
+            hash(key)
         except (AttributeError, TypeError):
             key = None
         shapes = fusion._out_shapes.get(key) if key is not None else None
