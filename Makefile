@@ -16,6 +16,9 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 PYTHON   ?= python3
 JOBS     ?= 2
+# The Python frontend (python/) is tested under Debian's interpreter, the one
+# python3-numpy from `make deps` serves; the python3 on PATH may be another.
+PYTHON_SYS ?= $(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3)
 
 LIBDIR_SYS := /usr/lib/x86_64-linux-gnu
 CFLAGS_BASE := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
@@ -54,7 +57,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all lib cli unit test test-unit test-asan test-tsan deps install fuzz-kf fuzz-trigger \
-        check-cuda-headers test-cli fuzz-npy fuzz-vectors \
+        check-cuda-headers test-cli fuzz-npy fuzz-vectors test-python \
         uninstall clean help fuzz coverage conform bench gpu-bundle \
         docs-check testgen testgen-check mutants nvrtc-check valgrind examples
 
@@ -77,7 +80,7 @@ check-cuda-headers:
 	@CUDA_INC='$(CUDA_INC)' bash scripts/deps.sh --cuda-headers
 $(BUILD)/obj/runtime/backends/cuda%.o: CFLAGS += -I$(CUDA_INC)
 $(BUILD)/obj/runtime/backends/cuda.o $(BUILD)/obj/runtime/cli/bench_gpu.o \
-  $(BUILD)/obj/tests/unit/test_cuda.o: CFLAGS += -I$(CUDA_INC)
+  $(BUILD)/obj/tests/unit/test_cuda.o $(BUILD)/obj/tests/unit/test_stream.o: CFLAGS += -I$(CUDA_INC)
 
 $(BUILD)/libkiln.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -135,6 +138,7 @@ test:
 	$(MAKE) testgen-check
 	$(MAKE) test-unit
 	$(MAKE) test-cli
+	$(MAKE) test-python
 	$(MAKE) test-asan
 	$(MAKE) test-tsan
 	$(MAKE) valgrind
@@ -147,6 +151,12 @@ test:
 test-unit: $(BUILD)/unit_tests
 	KILN_TEST_PLUGIN=$(abspath $(BUILD)/plugins/libkiln_test_plugin.so) \
 	  KILN_BIN=$(abspath $(BUILD)/kiln) $(BUILD)/unit_tests
+
+# The Python frontend's unittest suite (python/tests), on build/libkiln.so.
+test-python: all
+	@echo "test-python: $(PYTHON_SYS), Python $$($(PYTHON_SYS) -c 'import sys; print(sys.version.split()[0])'), NumPy $$($(PYTHON_SYS) -c 'import numpy; print(numpy.__version__)')"
+	KILN_LIBRARY=$(abspath $(BUILD)/libkiln.so) KILN_BIN=$(abspath $(BUILD)/kiln) \
+	  PYTHONPATH=$(abspath python) $(PYTHON_SYS) -m unittest discover -s python/tests -p 'test_*.py'
 
 test-asan:
 	$(MAKE) -j$(JOBS) BUILD=$(BUILD)/asan SAN=asan all unit
@@ -191,7 +201,7 @@ examples: all
 	 else echo "examples: not present yet"; fi
 
 docs-check: all
-	$(PYTHON) scripts/docs_check.py $(BUILD)/kiln
+	$(PYTHON) scripts/docs_check.py $(BUILD)/kiln --python $(PYTHON_SYS)
 	$(PYTHON) testgen/check_catalogue.py $(BUILD)/kiln
 
 # The comment-trigger grammar, the gate, the workflow lint and their tests,
@@ -331,8 +341,10 @@ clean:
 help:
 	@echo "make            build/libkiln.a, build/libkiln.so, build/kiln"
 	@echo "make deps       install missing Debian packages (idempotent, needs root)"
-	@echo "make test       every check CI runs (unit, ASan+UBSan, TSan, valgrind,"
-	@echo "                vector freshness, NVRTC compile check, conformance, mutants)"
+	@echo "make test       every check CI runs (unit, Python, ASan+UBSan, TSan,"
+	@echo "                valgrind, vector freshness, NVRTC compile check,"
+	@echo "                conformance, mutants)"
+	@echo "make test-python  the Python frontend's tests (PYTHON_SYS=$(PYTHON_SYS))"
 	@echo "make conform    the conformance suite on the default backend"
 	@echo "make testgen    regenerate conformance/vectors"
 	@echo "make fuzz       libFuzzer on the option parser (FUZZ_SECONDS=60)"

@@ -118,6 +118,12 @@ typedef struct kiln_launch {
     uint32_t n_outputs;
     int profile;                    /* enable=kernel_profile: fill gpu_ms */
     double gpu_ms;                  /* out: measured time, or -1 */
+    /* Appended (read only when struct_size covers it, else NULL): the
+    ** caller's stream (kiln_exec_options.stream), for device-memory
+    ** backends that provide stream_sync: launch issues all of the
+    ** segment's work on it (NULL: the backend's default stream).  Host
+    ** backends may ignore it. */
+    void *stream;
 } kiln_launch;
 
 /* What compile hands back. */
@@ -157,6 +163,18 @@ typedef struct kiln_backend {
     ** (register spills and stack), or -1 when unknown.  The runtime uses it
     ** for enable=warn_register_spill(N). */
     int64_t (*local_bytes)(void *state, void *handle);
+    /* Optional (appended in ABI 1; NULL or beyond struct_size = absent):
+    ** wait until the work issued on `stream` has finished (NULL: the
+    ** backend's default stream, which mem_copy uses).  A device-memory
+    ** backend that provides it honours kiln_launch.stream; one without it
+    ** is never given a stream (an execute that names one fails with
+    ** KILN_ERR_UNSUPPORTED).  The runtime calls it only for device-memory
+    ** backends and only when the execute names a stream: before staging a
+    ** segment through host copies for the reference fallback, after
+    ** copying the results back, and before freeing the call's
+    ** intermediates. */
+    kiln_status (*stream_sync)(void *state, void *stream, char *err,
+                               size_t cap);
 } kiln_backend;
 
 typedef const kiln_backend *(*kiln_backend_entry_fn)(uint32_t host_abi);

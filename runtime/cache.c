@@ -212,6 +212,18 @@ static void plan_unchain(kiln__caches *c, kiln__plan *p)
     p->chain = NULL;
 }
 
+/* Drop the cache's reference of each plan of a list linked through
+** lru_next (entries already unlinked, lock not held). */
+static void release_plans(kiln__plan *p)
+{
+    while (p != NULL) {
+        kiln__plan *n = p->lru_next;
+        p->lru_next = NULL;
+        kiln__plan_release(p);
+        p = n;
+    }
+}
+
 kiln__plan *kiln__plan_insert(kiln__caches *c, kiln__plan *p)
 {
     kiln_fusion f; /* a view of p's fusion arrays, for plan_matches */
@@ -248,12 +260,7 @@ kiln__plan *kiln__plan_insert(kiln__caches *c, kiln__plan *p)
         evict = old;
     }
     pthread_mutex_unlock(&c->plan_mu);
-    while (evict != NULL) {
-        kiln__plan *n = evict->lru_next;
-        evict->lru_next = NULL;
-        kiln__plan_release(evict);
-        evict = n;
-    }
+    release_plans(evict);
     return p;
 }
 
@@ -360,6 +367,16 @@ void kiln__kernel_release(kiln__kernel *k)
 {
     if (k != NULL && atomic_fetch_sub(&k->refs, 1) == 1)
         kernel_free(k);
+}
+
+/* The same for kernels (linked through lru_next by the evicting code). */
+static void release_kernels(kiln__kernel *k)
+{
+    while (k != NULL) {
+        kiln__kernel *n = k->lru_next;
+        kiln__kernel_release(k);
+        k = n;
+    }
 }
 
 /* The backend-facing segment IR of `s` under variant `v` (contracted when
@@ -507,11 +524,7 @@ kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
     }
     c->compiles++;
     pthread_mutex_unlock(&c->kern_mu);
-    while (evict != NULL) {
-        kiln__kernel *n = evict->lru_next;
-        kiln__kernel_release(evict);
-        evict = n;
-    }
+    release_kernels(evict);
 
     kiln_status st = compile_into(ctx, s, v, k, err, sizeof err);
 
@@ -539,5 +552,44 @@ kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
     }
     *out = k;
     *hit = 0;
+    return KILN_OK;
+}
+
+/* ------------------------------------------------------------- clearing */
+
+kiln_status kiln_context_clear_caches(kiln_context *ctx)
+{
+    if (ctx == NULL)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_context_clear_caches: ctx is NULL");
+    kiln__caches *c = &ctx->caches;
+    kiln__plan *plans = NULL;
+    pthread_mutex_lock(&c->plan_mu);
+    while (c->plan_tail != NULL) {
+        kiln__plan *old = c->plan_tail;
+        plan_lru_unlink(c, old);
+        plan_unchain(c, old);
+        c->plan_count--;
+        c->plan_evictions++;
+        old->lru_next = plans; /* released after unlocking */
+        plans = old;
+    }
+    pthread_mutex_unlock(&c->plan_mu);
+    kiln__kernel *kerns = NULL;
+    pthread_mutex_lock(&c->kern_mu);
+    for (kiln__kernel *t = c->kern_tail; t != NULL;) {
+        kiln__kernel *prev = t->lru_prev;
+        if (t->state != 0) { /* a pending one's compiler still needs it */
+            kern_remove(c, t);
+            c->kern_evictions++;
+            t->lru_next = kerns;
+            kerns = t;
+        }
+        t = prev;
+    }
+    pthread_mutex_unlock(&c->kern_mu);
+    release_plans(plans);
+    release_kernels(kerns);
+    kiln__err_clear();
     return KILN_OK;
 }

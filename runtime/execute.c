@@ -247,6 +247,7 @@ typedef struct call {
     int *hit;
     void *inter_raw, *inter_mem; /* one block for all intermediates */
     int64_t *inter_off;
+    void *stream;            /* kiln_exec_options.stream (device backends) */
     /* small inline storage (the hit path allocates nothing) */
     kiln_tensor *outs_small[SMALL_VIEWS];
     uint8_t allocated_small[SMALL_VIEWS];
@@ -374,6 +375,19 @@ static void warn_spills(const kiln__plan *p, const call *c, uint64_t limit,
 
 /* ------------------------------------------------------- host staging */
 
+/* With a stream (device backends only; NULL: nothing to do), wait for the
+** work issued on it (stream NULL below: the backend's default stream). */
+static kiln_status sync_stream(kiln_context *ctx, void *stream, const char *when)
+{
+    char err[512];
+    err[0] = '\0';
+    kiln_status s = ctx->be.stream_sync(ctx->be_state, stream, err, sizeof err);
+    if (s != KILN_OK)
+        return kiln__err(s, "execute: stream synchronization %s: %s", when,
+                         err[0] ? err : kiln_strerror(s));
+    return KILN_OK;
+}
+
 /* Copy a device view's storage span to a fresh host block (outputs too:
 ** the span is copied so untouched bytes survive the copy back). */
 static kiln_status stage_view(kiln_context *ctx, kiln_ir_tensor *t,
@@ -415,6 +429,11 @@ static kiln_status run_on_ref(kiln_context *ctx, void *ref_handle,
     kiln_status s = KILN_OK;
     char err[1024];
     err[0] = '\0';
+    /* the copies run on the backend's default stream: the caller's stream
+    ** must have produced the inputs first */
+    if (device && (s = sync_stream(ctx, L->stream, "before the reference "
+                                   "fallback")) != KILN_OK)
+        return s;
     if (device) {
         host = kiln__calloc(nv ? nv : 1, sizeof *host);
         bytes = kiln__calloc(nv ? nv : 1, sizeof *bytes);
@@ -449,6 +468,9 @@ static kiln_status run_on_ref(kiln_context *ctx, void *ref_handle,
                 goto done;
             }
         }
+        /* ...and the later segments on the caller's stream must see them */
+        if (L->stream != NULL)
+            s = sync_stream(ctx, NULL, "after the reference fallback");
     }
 done:
     if (device && host != NULL) {
@@ -780,6 +802,12 @@ static kiln_status fill_info(kiln_exec_info *info, const kiln_context *ctx,
 static void call_free(call *c, int failed, size_t n_outputs)
 {
     kiln_context *ctx = c->ctx;
+    /* a failed call may have queued work on the caller's stream that
+    ** writes the memory freed below: let it finish (best effort) */
+    if (failed && c->stream != NULL && c->plan != NULL) {
+        char err[256]; /* not kiln__err: the call's own error stays */
+        (void)ctx->be.stream_sync(ctx->be_state, c->stream, err, sizeof err);
+    }
     if (c->kern != NULL) {
         for (uint32_t i = 0; c->plan != NULL && i < c->plan->n_segs; i++)
             kiln__kernel_release(c->kern[i]);
@@ -827,11 +855,26 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
                          f->n_outputs, f->n_outputs == 1 ? "" : "s", n_outputs);
     if (outputs == NULL && n_outputs > 0)
         return kiln__err(KILN_ERR_INVALID_ARGUMENT, "kiln_execute: outputs is NULL");
-    if (opts != NULL && opts->struct_size < sizeof *opts)
+    /* two layouts: without `stream` (older callers) and with it */
+    if (opts != NULL && opts->struct_size != offsetof(kiln_exec_options, stream) &&
+        opts->struct_size < sizeof *opts)
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
-                         "kiln_execute: opts->struct_size %zu is too small (set "
+                         "kiln_execute: opts->struct_size %zu is neither %zu "
+                         "(the layout without `stream`) nor at least %zu (set "
                          "it to sizeof(kiln_exec_options))",
-                         opts->struct_size);
+                         opts->struct_size, offsetof(kiln_exec_options, stream),
+                         sizeof *opts);
+    void *stream = opts != NULL && opts->struct_size >= sizeof *opts ? opts->stream
+                                                                      : NULL;
+    if (stream != NULL && ctx->be.memory == KILN_MEM_DEVICE &&
+        ctx->be.stream_sync == NULL)
+        return kiln__err(KILN_ERR_UNSUPPORTED,
+                         "kiln_execute: opts->stream is set but backend %s does "
+                         "not take streams (its descriptor has no "
+                         "stream_sync); pass NULL to use its default stream",
+                         ctx->name);
+    if (ctx->be.memory != KILN_MEM_DEVICE)
+        stream = NULL; /* host backends finish before returning: ignored */
     if (opts != NULL && ((opts->n_enable > 0 && opts->enable == NULL) ||
                          (opts->n_disable > 0 && opts->disable == NULL)))
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
@@ -882,6 +925,7 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
     c.f = f;
     c.inputs = inputs;
     c.outputs = outputs;
+    c.stream = stream;
     c.shapes = c.shapes_small;
     c.kern = NULL;
     c.hit = c.hit_small;
@@ -1121,6 +1165,7 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
         L.n_outputs = s->n_outs;
         L.profile = profile;
         L.gpu_ms = -1;
+        L.stream = stream;
         if (kiln__opt_on(&eo, KOPT_DUMP_LAUNCH_PARAMS)) {
             flockfile(dump);
             fprintf(dump, "kiln: launch segment %u (%s) kernel %016llx domain [",
@@ -1167,6 +1212,9 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
         if (in != in_small) kiln__free(in);
         if (out != out_small) kiln__free(out);
     }
+    /* the intermediates are freed below: the stream must be done with them */
+    if (st == KILN_OK && stream != NULL && c.inter_raw != NULL)
+        st = sync_stream(ctx, stream, "before freeing the intermediates");
     if (st == KILN_OK && info != NULL)
         st = fill_info(info, ctx, &eo, &c, plan_hit, reference, gpu_ms);
     if (reference != reference_small) kiln__free(reference);
@@ -1182,5 +1230,131 @@ fail:
     call_free(&c, 1, n_outputs);
     if (info != NULL)
         info->valid = 0;
+    return st;
+}
+
+/* ---------------------------------------------------------------- views */
+
+/* Tensors for views[n] ("input"/"output" names them in errors), into
+** ts[n] and ptrs[n]. */
+static kiln_status views_to_tensors(const kiln_view *views, size_t n,
+                                    const char *what, kiln_tensor *ts,
+                                    kiln_tensor **ptrs)
+{
+    if (n > 0 && views == NULL)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT, "%ss is NULL", what);
+    for (size_t i = 0; i < n; i++) {
+        const kiln_view *v = &views[i];
+        char who[64];
+        snprintf(who, sizeof who, "%s %zu", what, i);
+        size_t es = kiln_dtype_size((kiln_dtype)v->dtype);
+        int64_t st[KILN_MAX_RANK];
+        for (int a = 0; es > 0 && a < v->rank && a < KILN_MAX_RANK; a++) {
+            int64_t b = v->byte_strides[a];
+            if (v->sizes[a] <= 1) {
+                st[a] = 0; /* never stepped */
+            } else if (b < 0) {
+                return kiln__err(KILN_ERR_SHAPE,
+                                 "%s: axis %d has a stride of %lld bytes: "
+                                 "strides must not be negative",
+                                 who, a, (long long)b);
+            } else if (b % (int64_t)es != 0) {
+                return kiln__err(KILN_ERR_ALIGNMENT,
+                                 "%s: axis %d has a stride of %lld bytes, not "
+                                 "a multiple of the %zu-byte element",
+                                 who, a, (long long)b, es);
+            } else {
+                st[a] = b / (int64_t)es;
+            }
+        }
+        int64_t bytes;
+        kiln_status s = kiln__tensor_describe(&ts[i], (kiln_dtype)v->dtype,
+                                              v->rank, v->sizes, st,
+                                              (kiln_memory)v->memory, who,
+                                              &bytes);
+        if (s != KILN_OK)
+            return s;
+        ts[i].data = v->data;
+        ptrs[i] = &ts[i];
+    }
+    return KILN_OK;
+}
+
+/* Room for n tensors and their pointers: the inline arrays when they hold
+** them, else one allocation (*heap). */
+static kiln_status view_room(size_t n, kiln_tensor *small_t,
+                             kiln_tensor **small_p, kiln_tensor **ts,
+                             kiln_tensor ***ps, void **heap)
+{
+    *ts = small_t;
+    *ps = small_p;
+    *heap = NULL;
+    if (n <= SMALL_VIEWS)
+        return KILN_OK;
+    *heap = kiln__malloc(n * (sizeof **ts + sizeof **ps));
+    if (*heap == NULL)
+        return kiln__err(KILN_ERR_NO_MEMORY, "execute: out of memory");
+    *ts = *heap;
+    *ps = (kiln_tensor **)(*ts + n);
+    return KILN_OK;
+}
+
+kiln_status kiln_execute_views(kiln_context *ctx, const kiln_fusion *f,
+                               const kiln_view *inputs, size_t n_inputs,
+                               const kiln_view *outputs, size_t n_outputs,
+                               const kiln_exec_options *opts,
+                               kiln_exec_info *info)
+{
+    kiln_tensor it[SMALL_VIEWS], ot[SMALL_VIEWS], *ip[SMALL_VIEWS],
+        *op[SMALL_VIEWS];
+    kiln_tensor *its, *ots, **ips, **ops;
+    void *ih = NULL, *oh = NULL;
+    kiln_status st = view_room(n_inputs, it, ip, &its, &ips, &ih);
+    if (st == KILN_OK)
+        st = view_room(n_outputs, ot, op, &ots, &ops, &oh);
+    if (st == KILN_OK)
+        st = views_to_tensors(inputs, n_inputs, "input", its, ips);
+    if (st == KILN_OK)
+        st = views_to_tensors(outputs, n_outputs, "output", ots, ops);
+    if (st == KILN_OK)
+        st = kiln_execute(ctx, f, ips, n_inputs, ops, n_outputs, opts, info);
+    kiln__free(ih);
+    kiln__free(oh);
+    return st;
+}
+
+kiln_status kiln_fusion_output_sizes(const kiln_fusion *f,
+                                     const kiln_view *inputs, size_t n_inputs,
+                                     int64_t *sizes, size_t cap)
+{
+    if (f == NULL || sizes == NULL)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_fusion_output_sizes: %s is NULL",
+                         f ? "sizes" : "fusion");
+    if (f->finalized && cap < (size_t)f->n_outputs * KILN_MAX_RANK)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_fusion_output_sizes: cap %zu is less than %u "
+                         "outputs x KILN_MAX_RANK",
+                         cap, f->n_outputs);
+    kiln_tensor it[SMALL_VIEWS], *ip[SMALL_VIEWS], *its, **ips;
+    void *ih = NULL;
+    int64_t small[SMALL_NODES][KILN_MAX_RANK], (*shapes)[KILN_MAX_RANK] = small;
+    kiln_status st = view_room(n_inputs, it, ip, &its, &ips, &ih);
+    if (st == KILN_OK)
+        st = views_to_tensors(inputs, n_inputs, "input", its, ips);
+    if (st == KILN_OK && f->n_nodes > SMALL_NODES &&
+        (shapes = kiln__malloc(f->n_nodes * sizeof *shapes)) == NULL)
+        st = kiln__err(KILN_ERR_NO_MEMORY, "kiln_fusion_output_sizes: out of memory");
+    if (st == KILN_OK)
+        st = kiln__fusion_shapes(f, ips, n_inputs, shapes);
+    if (st == KILN_OK) {
+        for (uint32_t j = 0; j < f->n_outputs; j++)
+            memcpy(&sizes[(size_t)j * KILN_MAX_RANK], shapes[f->outputs[j]],
+                   sizeof shapes[0]);
+        kiln__err_clear();
+    }
+    if (shapes != small && shapes != NULL)
+        kiln__free(shapes);
+    kiln__free(ih);
     return st;
 }

@@ -243,6 +243,13 @@ struct kiln_tensor {
 /* 1 when t is dense row-major (size-1 axes may have any stride; an empty
 ** tensor counts as dense). */
 int kiln__tensor_dense(const kiln_tensor *t);
+/* Validate a view (as kiln_tensor_create does; messages start with `who`)
+** and fill *t (data NULL, not owned, no context); *bytes receives the byte
+** extent of its storage.  On error *t is untouched. */
+kiln_status kiln__tensor_describe(kiln_tensor *t, kiln_dtype dtype, int rank,
+                                  const int64_t *sizes, const int64_t *strides,
+                                  kiln_memory mem, const char *who,
+                                  int64_t *bytes);
 
 /* Built-in backends. */
 const kiln_backend *kiln__backend_ref(void);

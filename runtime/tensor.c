@@ -15,6 +15,57 @@
 
 #include "core.h"
 
+kiln_status kiln__tensor_describe(kiln_tensor *t, kiln_dtype dtype, int rank,
+                                  const int64_t *sizes, const int64_t *strides,
+                                  kiln_memory mem, const char *who,
+                                  int64_t *bytes_out)
+{
+    size_t esize = kiln_dtype_size(dtype);
+    if (esize == 0)
+        return kiln__err(KILN_ERR_DTYPE, "%s: invalid dtype %d", who, (int)dtype);
+    if (rank < 0 || rank > KILN_MAX_RANK)
+        return kiln__err(rank < 0 ? KILN_ERR_SHAPE : KILN_ERR_LIMIT,
+                         "%s: rank %d is outside 0..%d", who, rank,
+                         KILN_MAX_RANK);
+    if (rank > 0 && sizes == NULL)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT, "%s: sizes is NULL", who);
+    if (mem != KILN_MEM_HOST && mem != KILN_MEM_DEVICE)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT,
+                         "%s: invalid memory space %d", who, (int)mem);
+    int64_t st[KILN_MAX_RANK];
+    int64_t n_el, step = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        if (sizes[i] < 0)
+            return kiln__err(KILN_ERR_SHAPE, "%s: axis %d has negative size %lld",
+                             who, i, (long long)sizes[i]);
+        if (strides != NULL && strides[i] < 0)
+            return kiln__err(KILN_ERR_SHAPE,
+                             "%s: axis %d has negative stride %lld", who, i,
+                             (long long)strides[i]);
+        st[i] = strides != NULL ? strides[i] : step;
+        if (kiln_ckd_mul(step, sizes[i] ? sizes[i] : 1, &step))
+            return kiln__err(KILN_ERR_LIMIT, "%s: element count overflows", who);
+    }
+    if (kiln_ckd_numel(rank, sizes, &n_el))
+        return kiln__err(KILN_ERR_LIMIT, "%s: element count overflows", who);
+    int64_t ext, bytes;
+    if (kiln_ckd_extent(rank, sizes, st, &ext) ||
+        kiln_ckd_mul(ext, (int64_t)esize, &bytes) ||
+        (uint64_t)bytes > SIZE_MAX / 2)
+        return kiln__err(KILN_ERR_LIMIT,
+                         "%s: the byte extent of the storage overflows", who);
+    memset(t, 0, sizeof *t);
+    t->dtype = dtype;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++) {
+        t->sizes[i] = sizes[i];
+        t->strides[i] = st[i];
+    }
+    t->mem = mem;
+    *bytes_out = bytes;
+    return KILN_OK;
+}
+
 kiln_status kiln_tensor_create(kiln_context *ctx, kiln_dtype dtype, int rank,
                                const int64_t *sizes, const int64_t *strides,
                                kiln_memory mem, void *data, kiln_tensor **out)
@@ -22,49 +73,12 @@ kiln_status kiln_tensor_create(kiln_context *ctx, kiln_dtype dtype, int rank,
     if (out == NULL)
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
                          "kiln_tensor_create: out is NULL");
-    size_t esize = kiln_dtype_size(dtype);
-    if (esize == 0)
-        return kiln__err(KILN_ERR_DTYPE, "kiln_tensor_create: invalid dtype %d",
-                         (int)dtype);
-    if (rank < 0 || rank > KILN_MAX_RANK)
-        return kiln__err(rank < 0 ? KILN_ERR_SHAPE : KILN_ERR_LIMIT,
-                         "kiln_tensor_create: rank %d is outside 0..%d", rank,
-                         KILN_MAX_RANK);
-    if (rank > 0 && sizes == NULL)
-        return kiln__err(KILN_ERR_INVALID_ARGUMENT,
-                         "kiln_tensor_create: sizes is NULL");
-    if (mem != KILN_MEM_HOST && mem != KILN_MEM_DEVICE)
-        return kiln__err(KILN_ERR_INVALID_ARGUMENT,
-                         "kiln_tensor_create: invalid memory space %d",
-                         (int)mem);
-    int64_t st[KILN_MAX_RANK];
-    int64_t n_el, step = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        if (sizes[i] < 0)
-            return kiln__err(KILN_ERR_SHAPE,
-                             "kiln_tensor_create: axis %d has negative size "
-                             "%lld",
-                             i, (long long)sizes[i]);
-        if (strides != NULL && strides[i] < 0)
-            return kiln__err(KILN_ERR_SHAPE,
-                             "kiln_tensor_create: axis %d has negative stride "
-                             "%lld",
-                             i, (long long)strides[i]);
-        st[i] = strides != NULL ? strides[i] : step;
-        if (kiln_ckd_mul(step, sizes[i] ? sizes[i] : 1, &step))
-            return kiln__err(KILN_ERR_LIMIT,
-                             "kiln_tensor_create: element count overflows");
-    }
-    if (kiln_ckd_numel(rank, sizes, &n_el))
-        return kiln__err(KILN_ERR_LIMIT,
-                         "kiln_tensor_create: element count overflows");
-    int64_t ext, bytes;
-    if (kiln_ckd_extent(rank, sizes, st, &ext) ||
-        kiln_ckd_mul(ext, (int64_t)esize, &bytes) ||
-        (uint64_t)bytes > SIZE_MAX / 2)
-        return kiln__err(KILN_ERR_LIMIT,
-                         "kiln_tensor_create: the byte extent of the storage "
-                         "overflows");
+    kiln_tensor d;
+    int64_t bytes;
+    kiln_status s0 = kiln__tensor_describe(&d, dtype, rank, sizes, strides, mem,
+                                           "kiln_tensor_create", &bytes);
+    if (s0 != KILN_OK)
+        return s0;
     if (mem == KILN_MEM_DEVICE && data == NULL &&
         (ctx == NULL || ctx->be.memory != KILN_MEM_DEVICE))
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
@@ -76,13 +90,7 @@ kiln_status kiln_tensor_create(kiln_context *ctx, kiln_dtype dtype, int rank,
     kiln_tensor *t = kiln__calloc(1, sizeof *t);
     if (t == NULL)
         return kiln__err(KILN_ERR_NO_MEMORY, "kiln_tensor_create: out of memory");
-    t->dtype = dtype;
-    t->rank = rank;
-    for (int i = 0; i < rank; i++) {
-        t->sizes[i] = sizes[i];
-        t->strides[i] = st[i];
-    }
-    t->mem = mem;
+    *t = d;
     t->ctx = ctx;
     if (data != NULL) {
         t->data = data; /* borrowed */

@@ -39,7 +39,8 @@ if [ "${1:-}" = "--cuda-headers" ]; then
 fi
 
 need=(build-essential clang check libsubunit-dev libjansson-dev pkg-config lcov
-      python3 python3-yaml shellcheck valgrind libclang-rt-14-dev)
+      python3 python3-yaml shellcheck valgrind libclang-rt-14-dev
+      python3-numpy python3-venv python3-pip python3-setuptools)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """docs_check.py KILN -- check that docs/*.md say what the code does.
 
-Usage: python3 scripts/docs_check.py build/kiln     (this is `make docs-check`)
+Usage: python3 scripts/docs_check.py build/kiln [--python PY]
+       (`make docs-check` passes --python $(PYTHON_SYS))
 
 Run from the repository root (or anywhere: paths are taken relative to the
 repository that holds this script).  Python 3 standard library only.  Exit
@@ -60,6 +61,14 @@ Conventions, for every docs/*.md file:
 
 3. When testgen/check_catalogue.py exists, it is run with KILN too: the
    vector generator's hand-written copy of the catalogue must not drift.
+
+4. Python examples.  Fenced blocks whose info string is exactly `pycon`, in
+   docs/*.md and README.md, are doctests (">>> " and "... " lines, then the
+   expected output, compared exactly by the standard library's doctest).
+   The blocks of one file run in order in one interpreter session (PY,
+   default: this interpreter), from the repository root, with the clean
+   environment above plus PYTHONPATH=python and KILN_LIBRARY=the
+   libkiln.so next to KILN.
 """
 
 import difflib
@@ -124,8 +133,8 @@ def tool_json(kiln, args, where):
 
 # ------------------------------------------------------------ examples
 
-def console_blocks(path):
-    """Yield (line number, [lines]) for every ```console block."""
+def console_blocks(path, kind="console"):
+    """Yield (line number, [lines]) for every ```KIND block."""
     lines = open(path, encoding="utf-8").read().split("\n")
     i = 0
     while i < len(lines):
@@ -137,7 +146,7 @@ def console_blocks(path):
         j = start
         while j < len(lines) and not lines[j].startswith(fence[:3]):
             j += 1
-        if info == "console":
+        if info == kind:
             yield start + 1, lines[start:j]
         i = j + 1
 
@@ -182,6 +191,39 @@ def check_examples(path, kiln):
                                                               want_rc))
             count += 1
     return count
+
+
+# ------------------------------------------------------ python examples
+
+PYCON_RUNNER = r"""
+import doctest, json, sys
+globs = {"__name__": "__docs__"}
+failed = 0
+for name, lineno, text in json.load(sys.stdin):
+    test = doctest.DocTestParser().get_doctest(text, globs, name, name, lineno)
+    runner = doctest.DocTestRunner(verbose=False)
+    failed += runner.run(test, out=sys.stdout.write, clear_globs=False).failed
+    globs = test.globs  # a DocTest works on a copy: carry it on
+sys.exit(1 if failed else 0)
+"""
+
+
+def check_pycon(path, python, kiln):
+    rel = os.path.relpath(path, ROOT)
+    blocks = [(rel, first - 1, "\n".join(b) + "\n")
+              for first, b in console_blocks(path, "pycon")]
+    if not blocks:
+        return 0
+    env = clean_env({"PYTHONPATH": os.path.join(ROOT, "python"),
+                     "KILN_LIBRARY": os.path.join(os.path.dirname(kiln),
+                                                  "libkiln.so")})
+    p = subprocess.run([python, "-c", PYCON_RUNNER], cwd=ROOT, env=env,
+                       input=json.dumps(blocks).encode(),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = p.stdout.decode("utf-8", "replace")
+    if p.returncode != 0:
+        fail(rel, "Python examples failed (%s):\n%s" % (python, out))
+    return sum(t.count(">>> ") for _, _, t in blocks)
 
 
 # --------------------------------------------------------------- tables
@@ -348,12 +390,17 @@ def check_testgen_catalogue(kiln):
 
 
 def main():
-    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+    args = sys.argv[1:]
+    python = sys.executable
+    if len(args) == 3 and args[1] == "--python":
+        python = args[2]
+        args = args[:1]
+    if len(args) != 1 or args[0] in ("-h", "--help"):
         print(__doc__)
-        return 0 if len(sys.argv) == 2 else 2
-    kiln = os.path.abspath(sys.argv[1])
+        return 0 if len(args) == 1 else 2
+    kiln = os.path.abspath(args[0])
     if not os.access(kiln, os.X_OK):
-        print("docs-check: %s is not an executable" % sys.argv[1],
+        print("docs-check: %s is not an executable" % args[0],
               file=sys.stderr)
         return 2
     check_catalogue(kiln)
@@ -361,16 +408,19 @@ def main():
     tables = check_op_table(kiln)
     mirrors = check_testgen_catalogue(kiln)
     examples = 0
+    pycon = 0
     for path in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
         examples += check_examples(path, kiln)
+        pycon += check_pycon(path, python, kiln)
+    pycon += check_pycon(os.path.join(ROOT, "README.md"), python, kiln)
     for f in failures:
         print("docs-check: " + f, file=sys.stderr)
     if failures:
         print("docs-check: %d mismatch(es)" % len(failures), file=sys.stderr)
         return 1
     print("docs-check: catalogue ok, %d edge cases, %d op table(s), "
-          "%d examples, %d catalogue mirror(s): all match"
-          % (edges, tables, examples, mirrors))
+          "%d examples, %d Python examples, %d catalogue mirror(s): all match"
+          % (edges, tables, examples, pycon, mirrors))
     return 0
 
 

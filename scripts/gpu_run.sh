@@ -3,9 +3,15 @@
 # one command (device time is short).  Logs come back in $OUT (or ./gpu-out)
 # as summary.log, bench.json, torch.json and logs.tgz (everything).
 #   bash scripts/gpu_run.sh [quick|full|final]
+#   bash scripts/gpu_run.sh python
 #   bash scripts/gpu_run.sh sanitize TOOL SECS [SHARD...]
 #   bash scripts/gpu_run.sh stress SECS
-# quick: unit tests + suite; full: + compute-sanitizer subsets, benchmarks;
+# quick: unit tests + suite + the Python frontend's GPU checks; full: +
+#   compute-sanitizer subsets, benchmarks;
+# python: only the Python frontend: python/tests/gpu_check.py (torch, CuPy,
+#   JAX arrays on the cuda backend, streams, 8 threads; it fails, never
+#   skips, without a GPU or those packages) and the unittest suite on ref
+#   (without test_install: no make/pkg-config there);
 # final: suite + benchmarks only (no unit tests, no sanitizers);
 # sanitize: the WHOLE suite under compute-sanitizer TOOL (memcheck or
 #   racecheck), cut into $SHARDS (default 32) shards run $JOBS (default 8)
@@ -97,7 +103,18 @@ nvrtc_cache_check() {
   rm -rf "$d"
   return "$rc"
 }
-if [ "$MODE" = sanitize ]; then
+python_gpu() { # the Python frontend on the GPU, then its ref suite
+  local half=$(( ${STAGE_SECS:-300} / 2 ))
+  KILN_LIBRARY=$PWD/$B/libkiln.so PYTHONPATH=$PWD/python \
+    timeout -k 5 "$half" python3 python/tests/gpu_check.py
+  local rc=$?
+  KILN_LIBRARY=$PWD/$B/libkiln.so KILN_BIN=$PWD/$B/kiln PYTHONPATH=$PWD/python \
+    timeout -k 5 "$half" python3 -m unittest discover -s python/tests -p 'test_[!i]*.py' || rc=1
+  return $rc
+}
+if [ "$MODE" = python ]; then
+  stage python 300 python_gpu
+elif [ "$MODE" = sanitize ]; then
   TOOL=${2:?sanitize needs TOOL (memcheck or racecheck)}; SECS=${3:?and SECS}
   shift 3
   N=${SHARDS:-32}
@@ -115,7 +132,8 @@ elif [ "$MODE" = stress ]; then
       1 2 3 4 5 6 7 8 -- $B/kiln conform --backend cuda
   done
 else
-  [ "$MODE" != final ] && stage unit 60 env KILN_TEST_PLUGIN=$PWD/$B/plugins/libkiln_test_plugin.so KILN_BIN=$PWD/$B/kiln $B/unit_tests
+  [ "$MODE" != final ] && stage unit 60 env KILN_TEST_GPU=1 KILN_TEST_PLUGIN=$PWD/$B/plugins/libkiln_test_plugin.so KILN_BIN=$PWD/$B/kiln $B/unit_tests
+  [ "$MODE" != final ] && stage python 300 python_gpu
   stage nvrtc_cache 60 nvrtc_cache_check
   stage conform 200   conform_cuda
   if [ "$MODE" = full ]; then

@@ -12,15 +12,22 @@
 ** run through cublasGemmEx (f32 accumulation) when cuBLAS loaded and the
 ** operands are dense row-major, else the generated kernel.  Every driver
 ** call is checked; a failed compile carries the NVRTC log and the
-** generated source.  All work is issued on the context's legacy default
-** stream, so launches and copies are ordered; launch() does not wait for
-** the kernel (KILN_CUDA_SYNC=1 makes it synchronize and report faults at
-** the launch that caused them).
+** generated source.  A launch issues all of its work (kernels, cuBLAS,
+** memsets, profiling events) on kiln_launch.stream, the caller's stream
+** (NULL: the context's legacy default stream); mem_copy uses the legacy
+** default stream and returns when the copy is done, and stream_sync waits
+** for a stream.  launch() does not wait for the kernel (KILN_CUDA_SYNC=1
+** makes it synchronize the context and report faults at the launch that
+** caused them).
 **
 ** Thread safety: the instance is immutable after open() except for the
-** reduction scratch buffer and the cuBLAS handle, both guarded by `lock`
-** (held across the two launches of a split reduction so that another
-** thread's launches cannot interleave on the shared scratch).
+** shared resources -- the reduction scratch buffer and the cuBLAS handle
+** (with its workspace) -- all guarded by `lock` (held across the two
+** launches of a split reduction so that another thread's launches cannot
+** interleave on the shared scratch).  Work on different streams is not
+** ordered by the GPU, so the stream that uses a shared resource first
+** waits for `shared_ev`, recorded after the previous use on another
+** stream (shared_begin / shared_end).
 **
 ** nvrtc: needs only NVRTC.  compile() generates and compiles the CUDA
 ** source for every architecture in KILN_NVRTC_ARCHS (default
@@ -162,6 +169,9 @@ typedef struct cuda_state {
     CUdeviceptr scratch;
     size_t scratch_bytes;
     cublasHandle_t blas;
+    CUevent shared_ev;      /* recorded after the last use of scratch/blas */
+    CUstream shared_stream; /* the stream that recorded it */
+    int shared_used;        /* shared_ev has been recorded */
 } cuda_state;
 
 typedef struct cuda_kernel {
@@ -269,6 +279,8 @@ static void cuda_close(void *state)
             st->api.p_cublasDestroy_v2(st->blas);
         if (st->scratch != 0)
             st->api.p_cuMemFree(st->scratch);
+        if (st->shared_ev != NULL)
+            st->api.p_cuEventDestroy(st->shared_ev);
     }
     st->api.p_cuDevicePrimaryCtxRelease(st->dev);
     pthread_mutex_destroy(&st->lock);
@@ -429,15 +441,47 @@ static kiln_status bad_launch(char *err, size_t cap, const char *what, uint32_t 
 
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-/* Launch one function of the module with the packed arguments. */
+/* The caller's stream (kiln_launch.stream, when the record has it). */
+static CUstream launch_stream(const kiln_launch *L)
+{
+    return L->struct_size >= offsetof(kiln_launch, stream) + sizeof L->stream
+               ? (CUstream)L->stream
+               : NULL;
+}
+
+/* Around a use of the shared resources (scratch, cuBLAS), `lock` held: a
+** stream other than the previous user's first waits for that use. */
+static kiln_status shared_begin(cuda_state *st, CUstream s, char *err, size_t cap)
+{
+    if (!st->shared_used || st->shared_stream == s)
+        return KILN_OK;
+    return KILN_CU(&st->api, cuStreamWaitEvent, (s, st->shared_ev, 0), err, cap);
+}
+static kiln_status shared_end(cuda_state *st, CUstream s, char *err, size_t cap)
+{
+    kiln_status r = KILN_OK;
+    if (st->shared_ev == NULL)
+        r = KILN_CU(&st->api, cuEventCreate, (&st->shared_ev, CU_EVENT_DISABLE_TIMING),
+                    err, cap);
+    if (r == KILN_OK)
+        r = KILN_CU(&st->api, cuEventRecord, (st->shared_ev, s), err, cap);
+    if (r == KILN_OK) {
+        st->shared_used = 1;
+        st->shared_stream = s;
+    }
+    return r;
+}
+
+/* Launch one function of the module with the packed arguments on stream. */
 static kiln_status run(cuda_state *st, CUfunction f, pack *p, uint64_t grid_x,
-                       uint64_t grid_y, unsigned block, char *err, size_t cap)
+                       uint64_t grid_y, unsigned block, CUstream stream, char *err,
+                       size_t cap)
 {
     if (grid_x > 0x7fffffffu || grid_y > 65535u)
         return fail(KILN_ERR_LIMIT, err, cap, "cuda launch: grid too large");
     void *params[1] = {p->w};
     kiln_status s = KILN_CU(&st->api, cuLaunchKernel,
-                            (f, (unsigned)grid_x, (unsigned)grid_y, 1, block, 1, 1, 0, NULL,
+                            (f, (unsigned)grid_x, (unsigned)grid_y, 1, block, 1, 1, 0, stream,
                              params, NULL),
                             err, cap);
     if (s == KILN_OK && st->sync)
@@ -625,7 +669,7 @@ static kiln_status launch_pointwise(cuda_state *st, cuda_kernel *k, kiln_launch 
     uint64_t maxb = (uint64_t)st->sms * 8;
     if (blocks > maxb)
         blocks = maxb;
-    return run(st, k->fmain, p, blocks, 1, 256, err, cap);
+    return run(st, k->fmain, p, blocks, 1, 256, launch_stream(L), err, cap);
 }
 
 static kiln_status launch_reduction(cuda_state *st, cuda_kernel *k, kiln_launch *L,
@@ -687,23 +731,28 @@ static kiln_status launch_reduction(cuda_state *st, cuda_kernel *k, kiln_launch 
     t[KILN_CUDA_T_S] = S;
     t[KILN_CUDA_T_CHUNK] = chunk;
     t[KILN_CUDA_T_MODE] = (ok ? 1u : 0u) | ((uint64_t)tpr << 8);
+    CUstream stream = launch_stream(L);
     if (S == 1)
-        return run(st, k->fmain, p, grid_x, 1, 256, err, cap);
+        return run(st, k->fmain, p, grid_x, 1, 256, stream, err, cap);
     if (!in->index64 && S * O > 0x7fffffffu)
         return fail(KILN_ERR_LIMIT, err, cap,
                     "cuda launch: reduction partials need 64-bit indexing");
     pthread_mutex_lock(&st->lock);
     kiln_status s = ensure_scratch(st, (size_t)(S * O * in->acc_bytes), err, cap);
+    if (s == KILN_OK)
+        s = shared_begin(st, stream, err, cap);
     if (s == KILN_OK) {
         t[KILN_CUDA_T_SCRATCH] = (uint64_t)st->scratch;
-        s = run(st, k->fmain, p, grid_x, S, 256, err, cap);
+        s = run(st, k->fmain, p, grid_x, S, 256, stream, err, cap);
     }
     if (s == KILN_OK) {
         uint64_t fb = ceil_div(O, 256);
         if (fb > target)
             fb = target;
-        s = run(st, k->ffinish, p, fb, 1, 256, err, cap);
+        s = run(st, k->ffinish, p, fb, 1, 256, stream, err, cap);
     }
+    if (s == KILN_OK)
+        s = shared_end(st, stream, err, cap);
     pthread_mutex_unlock(&st->lock);
     return s;
 }
@@ -731,18 +780,22 @@ static kiln_status launch_cublas(cuda_state *st, cuda_kernel *k, kiln_launch *L,
         return fail(KILN_ERR_ALIGNMENT, err, cap,
                     "cuda launch: cuBLAS path needs dense row-major operands "
                     "(the segment's CONTIG traits do not hold)");
+    CUstream stream = launch_stream(L);
     if (K == 0) {
         if (ldc != N)
             return fail(KILN_ERR_ALIGNMENT, err, cap, "cuda launch: K=0 with padded output");
-        return KILN_CU(&st->api, cuMemsetD8, ((CUdeviceptr)wc[0], 0, (size_t)(M * N * 4)),
-                       err, cap);
+        return KILN_CU(&st->api, cuMemsetD8Async,
+                       ((CUdeviceptr)wc[0], 0, (size_t)(M * N * 4), stream), err, cap);
     }
     pthread_mutex_lock(&st->lock);
     kiln_status s = KILN_OK;
     if (st->blas == NULL)
         s = KILN_CUBLAS(&st->api, cublasCreate_v2, (&st->blas), err, cap);
     if (s == KILN_OK)
-        s = KILN_CUBLAS(&st->api, cublasSetStream_v2, (st->blas, NULL), err, cap);
+        s = shared_begin(st, stream, err, cap);
+    if (s == KILN_OK)
+        s = KILN_CUBLAS(&st->api, cublasSetStream_v2, (st->blas, (cudaStream_t)stream), err,
+                        cap);
     if (s == KILN_OK) {
         const float alpha = 1.0f, beta = 0.0f;
         cudaDataType_t ty = blas_type(in->mm_dtype);
@@ -755,6 +808,8 @@ static kiln_status launch_cublas(cuda_state *st, cuda_kernel *k, kiln_launch *L,
                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                         err, cap);
     }
+    if (s == KILN_OK)
+        s = shared_end(st, stream, err, cap);
     pthread_mutex_unlock(&st->lock);
     if (s == KILN_OK && st->sync)
         s = KILN_CU(&st->api, cuCtxSynchronize, (), err, cap);
@@ -776,7 +831,8 @@ static kiln_status launch_matmul(cuda_state *st, cuda_kernel *k, kiln_launch *L,
         return launch_cublas(st, k, L, p, err, cap);
     if (M == 0 || N == 0)
         return KILN_OK;
-    return run(st, k->fmain, p, ceil_div(N, 64), ceil_div(M, 64), 256, err, cap);
+    return run(st, k->fmain, p, ceil_div(N, 64), ceil_div(M, 64), 256, launch_stream(L),
+               err, cap);
 }
 
 static kiln_status cuda_launch(void *state, void *handle, kiln_launch *L,
@@ -828,7 +884,7 @@ static kiln_status cuda_launch(void *state, void *handle, kiln_launch *L,
         if (s == KILN_OK)
             s = KILN_CU(&st->api, cuEventCreate, (&ev[1], CU_EVENT_DEFAULT), err, cap);
         if (s == KILN_OK)
-            s = KILN_CU(&st->api, cuEventRecord, (ev[0], NULL), err, cap);
+            s = KILN_CU(&st->api, cuEventRecord, (ev[0], launch_stream(L)), err, cap);
     }
     if (s == KILN_OK) {
         switch (in->kind) {
@@ -839,7 +895,7 @@ static kiln_status cuda_launch(void *state, void *handle, kiln_launch *L,
     }
     if (L->profile && s == KILN_OK) {
         float ms = 0;
-        s = KILN_CU(&st->api, cuEventRecord, (ev[1], NULL), err, cap);
+        s = KILN_CU(&st->api, cuEventRecord, (ev[1], launch_stream(L)), err, cap);
         if (s == KILN_OK)
             s = KILN_CU(&st->api, cuEventSynchronize, (ev[1]), err, cap);
         if (s == KILN_OK)
@@ -903,6 +959,18 @@ static kiln_status cuda_mem_copy(void *state, void *dst, const void *src,
     }
 }
 
+/* Wait for the work on `stream` (NULL: the legacy default stream). */
+static kiln_status cuda_stream_sync(void *state, void *stream, char *err, size_t cap)
+{
+    cuda_state *st = state;
+    if (st == NULL)
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, cap, "cuda stream_sync: NULL state");
+    kiln_status s = enter(st, err, cap);
+    if (s == KILN_OK)
+        s = KILN_CU(&st->api, cuStreamSynchronize, ((CUstream)stream), err, cap);
+    return s;
+}
+
 /* Local memory per thread of the kernel's main function (spills + stack),
 ** from the driver; -1 for cuBLAS kernels or when the query fails. */
 static int64_t cuda_local_bytes(void *state, void *handle)
@@ -923,7 +991,7 @@ static const kiln_backend cuda_backend = {
     KILN_BACKEND_ABI_VERSION, sizeof(kiln_backend), "cuda", KILN_MEM_DEVICE,
     cuda_open, cuda_close, cuda_identity, cuda_compile, cuda_release,
     cuda_launch, cuda_mem_alloc, cuda_mem_free, cuda_mem_copy,
-    cuda_local_bytes};
+    cuda_local_bytes, cuda_stream_sync};
 
 const kiln_backend *kiln__backend_cuda(void) { return &cuda_backend; }
 
@@ -1149,6 +1217,6 @@ static kiln_status nvrtc_launch(void *state, void *handle, kiln_launch *args,
 static const kiln_backend nvrtc_backend = {
     KILN_BACKEND_ABI_VERSION, sizeof(kiln_backend), "nvrtc", KILN_MEM_HOST,
     nvrtc_open, nvrtc_close, nvrtc_identity, nvrtc_compile, nvrtc_release,
-    nvrtc_launch, NULL, NULL, NULL, NULL};
+    nvrtc_launch, NULL, NULL, NULL, NULL, NULL};
 
 const kiln_backend *kiln__backend_nvrtc(void) { return &nvrtc_backend; }

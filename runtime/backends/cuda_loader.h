@@ -56,7 +56,13 @@
     X(cuEventRecord)                                                           \
     X(cuEventSynchronize)                                                      \
     X(cuEventElapsedTime)                                                      \
-    X(cuEventDestroy)
+    X(cuEventDestroy)                                                          \
+    X(cuMemsetD8Async)                                                         \
+    X(cuStreamWaitEvent)                                                       \
+    X(cuStreamSynchronize)                                                     \
+    X(cuStreamCreate)                                                          \
+    X(cuStreamDestroy)                                                         \
+    X(cuLaunchHostFunc)
 
 /* X(name): NVRTC functions (libnvrtc.so.*). */
 #define KILN_NVRTC_FNS(X)                                                      \

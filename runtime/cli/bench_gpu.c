@@ -383,7 +383,7 @@ static int bench_overhead(bench *b)
     CK(b, cuCtxSynchronize, ());
     double samples[3][5];
     const char *en[1] = {"fast_math"}, *dis[1] = {"fma"};
-    kiln_exec_options eo = {sizeof eo, en, 1, dis, 1};
+    kiln_exec_options eo = {sizeof eo, en, 1, dis, 1, NULL};
     kiln_execute(b->kctx, f, &in, 1, &out, 1, &eo, NULL); /* compile once */
     for (int rep = 0; rep < 5; rep++) {
         for (int kind = 0; kind < 3; kind++) {
@@ -488,7 +488,7 @@ static int bench_matmul(bench *b)
                                          "matmul_bf16_fused"};
     const char *dis[1] = {"matmul_expr_eval"}, *en[1] = {"fuse_matmul"};
     for (int p = 0; p < 3; p++) {
-        kiln_exec_options eo = {sizeof eo, NULL, 0, NULL, 0};
+        kiln_exec_options eo = {sizeof eo, NULL, 0, NULL, 0, NULL};
         if (p == 1) { eo.disable = dis; eo.n_disable = 1; }
         if (p == 2) { eo.enable = en; eo.n_enable = 1; }
         kiln_exec_info *info = NULL;

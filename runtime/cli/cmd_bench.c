@@ -82,7 +82,7 @@ static int bench_overhead(int json, FILE *dst)
     }
     static const char *const en[] = {"fast_math"};
     static const char *const dis[] = {"fma"};
-    const kiln_exec_options with = {sizeof with, en, 1, dis, 1};
+    const kiln_exec_options with = {sizeof with, en, 1, dis, 1, NULL};
     struct {
         const char *name, *label;
         const kiln_exec_options *opts;

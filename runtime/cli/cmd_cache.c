@@ -223,7 +223,7 @@ int kiln_cmd_cache(int argc, char **argv)
         return 1;
     }
     int rc = 0;
-    kiln_exec_options eo = {sizeof eo, en, n_en, dis, n_dis};
+    kiln_exec_options eo = {sizeof eo, en, n_en, dis, n_dis, NULL};
     if (path != NULL)
         rc = run_fusion(ctx, path, repeat, &eo);
     if (rc == 0) /* a failed run prints no counters: they would mislead */

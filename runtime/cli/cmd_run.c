@@ -376,7 +376,7 @@ int kiln_cmd_run(int argc, char **argv)
         fprintf(stderr, "kiln run: out of memory\n");
         goto done;
     }
-    kiln_exec_options eo = {sizeof eo, enable, n_en, disable, n_dis};
+    kiln_exec_options eo = {sizeof eo, enable, n_en, disable, n_dis, NULL};
     if (info_json)
         print_backend(res, ctx, backend);
     for (long r = 0; r < repeat; r++) {

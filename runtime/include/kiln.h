@@ -435,6 +435,17 @@ typedef struct kiln_exec_options {
     size_t n_enable;
     const char *const *disable;
     size_t n_disable;
+    /* Appended in 0.1 (read only when struct_size covers it; a struct_size
+    ** of offsetof(kiln_exec_options, stream) is the older layout and means
+    ** NULL).  The stream the call's device work is issued on: a CUstream
+    ** for the cuda backend, whose launches, library calls and copies are
+    ** then ordered on it; NULL is the legacy default stream.  The call may
+    ** return before the work is done: the caller synchronizes with the
+    ** stream as with any other work on it.  Host-memory backends (ref)
+    ** finish before returning and ignore it.  A device-memory backend that
+    ** does not take streams fails the call with KILN_ERR_UNSUPPORTED when
+    ** it is not NULL (docs/runtime.md, "Streams"). */
+    void *stream;
 } kiln_exec_options;
 
 typedef enum kiln_segment_kind {
@@ -491,6 +502,54 @@ KILN_API kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
 ** untouched). */
 KILN_API kiln_status kiln_fusion_input_name(const kiln_fusion *f, int i,
                                             const char **name);
+
+/* ------------------------------------------------- views (for bindings) */
+
+/* A borrowed strided view described per call, for language bindings that
+** would otherwise create and destroy a kiln_tensor per array per call.
+** byte_strides are in bytes: non-negative multiples of the element size
+** (an axis of size 0 or 1 may have any stride: it is never stepped). */
+typedef struct kiln_view {
+    void *data;
+    int32_t dtype;    /* kiln_dtype */
+    int32_t rank;
+    int32_t memory;   /* kiln_memory */
+    int32_t reserved; /* 0 */
+    int64_t sizes[KILN_MAX_RANK];
+    int64_t byte_strides[KILN_MAX_RANK];
+} kiln_view;
+
+/* kiln_execute on views: every output is given (nothing is allocated).
+** The views are checked as kiln_tensor_create checks its arguments, with
+** messages naming them ("input 1: axis 0 has a stride of -8 bytes"):
+** KILN_ERR_SHAPE for a negative stride, KILN_ERR_ALIGNMENT for one that is
+** not a multiple of the element size; then everything as kiln_execute. */
+KILN_API kiln_status kiln_execute_views(kiln_context *ctx,
+                                        const kiln_fusion *f,
+                                        const kiln_view *inputs,
+                                        size_t n_inputs,
+                                        const kiln_view *outputs,
+                                        size_t n_outputs,
+                                        const kiln_exec_options *opts,
+                                        kiln_exec_info *info);
+
+/* The sizes of every output of `f` for these input views, as kiln_execute
+** computes them (so that a caller can allocate the outputs itself):
+** sizes[j * KILN_MAX_RANK + a] receives axis a of output j (its rank is
+** kiln_fusion_io's); `cap` is the number of int64_t that sizes holds and
+** must be at least n_outputs * KILN_MAX_RANK.  Checks the inputs' count,
+** dtypes, ranks and sizes with kiln_execute's messages (KILN_ERR_DTYPE,
+** KILN_ERR_SHAPE, ...); on error sizes is untouched. */
+KILN_API kiln_status kiln_fusion_output_sizes(const kiln_fusion *f,
+                                              const kiln_view *inputs,
+                                              size_t n_inputs, int64_t *sizes,
+                                              size_t cap);
+
+/* Drop every plan and every compiled kernel from the context's caches
+** (each counts as an eviction); the next execute of anything is a miss.
+** Safe while other threads execute: an entry in use stays alive until its
+** call releases it, and a kernel still being compiled stays in the cache. */
+KILN_API kiln_status kiln_context_clear_caches(kiln_context *ctx);
 
 #ifdef __cplusplus
 }

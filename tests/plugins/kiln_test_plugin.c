@@ -22,6 +22,14 @@
 ** without a NUL; =identity, path or flags makes identity() or compile()
 ** succeed with that string filling its buffer without a NUL (the host must
 ** never read past a buffer a backend wrote).
+**
+**
+** For the stream tests (tests/unit/test_stream.c), KILN_TEST_PLUGIN_DEVICE
+** makes it a "device-memory" backend whose device memory is host memory
+** (malloc/memcpy): =streams also provides stream_sync, =nostream does not.
+** Its stream handle is a pointer to two uint64_t counters: launch()
+** increments the first for every launch record that carries the stream,
+** stream_sync() the second for every wait on it.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +100,9 @@ static kiln_status plugin_compile(void *state, const kiln_ir_segment *seg,
 static kiln_status plugin_launch(void *state, void *handle, kiln_launch *args,
                                  char *err, size_t cap)
 {
+    if (args->struct_size >= offsetof(kiln_launch, stream) + sizeof(void *) &&
+        args->stream != NULL)
+        ((uint64_t *)args->stream)[0]++;
     if (refuses("launch")) {
         snprintf(err, cap, "test-plugin: launch refused");
         return KILN_ERR_UNSUPPORTED;
@@ -99,6 +110,47 @@ static kiln_status plugin_launch(void *state, void *handle, kiln_launch *args,
     if (unterminated("launch"))
         return fill(err, cap, KILN_ERR_BACKEND);
     return kiln__backend_ref()->launch(state, handle, args, err, cap);
+}
+
+static kiln_status plugin_mem_alloc(void *state, size_t n, void **ptr,
+                                    char *err, size_t cap)
+{
+    (void)state;
+    *ptr = malloc(n ? n : 16);
+    if (*ptr == NULL) {
+        snprintf(err, cap, "test-plugin: out of memory");
+        return KILN_ERR_NO_MEMORY;
+    }
+    return KILN_OK;
+}
+
+static void plugin_mem_free(void *state, void *ptr)
+{
+    (void)state;
+    free(ptr);
+}
+
+static kiln_status plugin_mem_copy(void *state, void *dst, const void *src,
+                                   size_t n, int direction, char *err,
+                                   size_t cap)
+{
+    (void)state;
+    (void)err;
+    (void)cap;
+    (void)direction;
+    memcpy(dst, src, n);
+    return KILN_OK;
+}
+
+static kiln_status plugin_stream_sync(void *state, void *stream, char *err,
+                                      size_t cap)
+{
+    (void)state;
+    (void)err;
+    (void)cap;
+    if (stream != NULL)
+        ((uint64_t *)stream)[1]++;
+    return KILN_OK;
 }
 
 static int64_t plugin_local_bytes(void *state, void *handle)
@@ -121,6 +173,14 @@ kiln_backend_entry(uint32_t host_abi)
     desc.compile = plugin_compile;
     desc.launch = plugin_launch;
     desc.local_bytes = plugin_local_bytes;
+    const char *dev = getenv("KILN_TEST_PLUGIN_DEVICE");
+    if (dev != NULL) {
+        desc.memory = KILN_MEM_DEVICE;
+        desc.mem_alloc = plugin_mem_alloc;
+        desc.mem_free = plugin_mem_free;
+        desc.mem_copy = plugin_mem_copy;
+        desc.stream_sync = strcmp(dev, "streams") == 0 ? plugin_stream_sync : NULL;
+    }
     const char *abi = getenv("KILN_TEST_PLUGIN_ABI");
     const char *size = getenv("KILN_TEST_PLUGIN_SIZE");
     if (abi != NULL)

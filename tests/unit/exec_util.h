@@ -55,7 +55,7 @@ static inline kiln_tensor *tu_tensor(kiln_dtype t, int rank,
 static inline kiln_exec_options tu_opts(const char *const *en, size_t n_en,
                                         const char *const *dis, size_t n_dis)
 {
-    kiln_exec_options o = {sizeof o, en, n_en, dis, n_dis};
+    kiln_exec_options o = {sizeof o, en, n_en, dis, n_dis, NULL};
     return o;
 }
 

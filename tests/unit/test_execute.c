@@ -892,7 +892,7 @@ static void *work(void *arg)
         kiln_tensor_create(NULL, KILN_F32, 1, one, NULL, KILN_MEM_HOST, bv, &in[1]);
         kiln_tensor_create(NULL, KILN_F32, 1, one, NULL, KILN_MEM_HOST, cv, &in[2]);
         kiln_tensor_create(NULL, KILN_F32, 1, one, NULL, KILN_MEM_HOST, ov, &out[0]);
-        kiln_exec_options eo = {sizeof eo, en_sets[k], n_en[k], dis_sets[k], n_dis[k]};
+        kiln_exec_options eo = {sizeof eo, en_sets[k], n_en[k], dis_sets[k], n_dis[k], NULL};
         kiln_status s = kiln_execute(w->ctx, w->f, in, 3, out, 1, &eo, info);
         uint32_t want = k == 1 ? 0u : 0x28800000u; /* disable=fma: no fma */
         if (s != KILN_OK) {

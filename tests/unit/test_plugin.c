@@ -234,8 +234,8 @@ START_TEST(warn_register_spill_reports_compiled_kernels)
     const char *w64[1] = {"warn_register_spill(64)"};
     const char *w256[1] = {"warn_register_spill(256)"};
     const char *nofma[1] = {"fma"};
-    kiln_exec_options x64 = {sizeof x64, w64, 1, NULL, 0};
-    kiln_exec_options x256 = {sizeof x256, w256, 1, nofma, 1};
+    kiln_exec_options x64 = {sizeof x64, w64, 1, NULL, 0, NULL};
+    kiln_exec_options x256 = {sizeof x256, w256, 1, nofma, 1, NULL};
     char buf[2048];
 
     /* a compile reporting 128 bytes > 64: one warning naming both numbers */
