@@ -708,7 +708,7 @@ START_TEST(traits_and_index_width)
     ck_assert_ptr_nonnull(strstr(body(s), "KVec<float, 4>"));      /* 16-byte vectors */
     ck_assert_ptr_nonnull(strstr(body(s), "const ix oi0 = i;"));   /* flat: CONTIG + index */
     ck_assert_int_eq(info.vec, 4);
-    ck_assert_uint_eq(info.flat_views & 1u, 1u);
+    ck_assert_uint_eq(kiln__cuda_in_flags(&info, 0) & KILN_CUDA_V_FLAT, KILN_CUDA_V_FLAT);
     kiln__free(s);
     t.s.index64 = 1;
     s = gen(&t.s, &ko, &info);
@@ -820,6 +820,261 @@ START_TEST(simplify_passes_and_switches)
     s = gen(&t.s, &ko, NULL);
     ck_assert_ptr_nonnull(strstr(body(s), "kmul(v0, __uint_as_float(0x3f800000u))"));
     kiln__free(s);
+}
+END_TEST
+
+/* ------------------------------------------------------- many views */
+
+/* Segments with many inputs/outputs (issue 11: a flag word packed inputs
+** into bits 0-15 and outputs into 16-31, so input 16 read output 0's
+** CONTIG bit, and `1u << io` was undefined for io >= 32).  Built here
+** with room for the largest segments the planner hands out. */
+typedef struct bigseg {
+    kiln_ir_node n[600];
+    uint32_t nn, nin, nout;
+    int32_t outs[256];
+    uint32_t itr[256], otr[256];
+    kiln_ir_segment s;
+} bigseg;
+
+static int32_t bs_node(bigseg *b, int op, int rank, int32_t x, int32_t y)
+{
+    ck_assert_uint_lt(b->nn, sizeof b->n / sizeof b->n[0]);
+    kiln_ir_node *n = &b->n[b->nn];
+    memset(n, 0, sizeof *n);
+    n->op = (uint16_t)op;
+    n->dtype = KILN_F32;
+    n->rank = (uint8_t)rank;
+    n->args[0] = x;
+    n->args[1] = y;
+    n->args[2] = -1;
+    n->io = -1;
+    return (int32_t)b->nn++;
+}
+static int32_t bs_in(bigseg *b, int rank, uint32_t traits)
+{
+    int32_t i = bs_node(b, KILN_OP_INPUT, rank, -1, -1);
+    b->n[i].io = (int32_t)b->nin;
+    b->itr[b->nin++] = traits;
+    return i;
+}
+static void bs_out(bigseg *b, int32_t v, uint32_t traits)
+{
+    b->otr[b->nout] = traits;
+    b->outs[b->nout++] = v;
+}
+static const kiln_ir_segment *bs_done(bigseg *b, uint32_t kind)
+{
+    memset(&b->s, 0, sizeof b->s);
+    b->s.struct_size = sizeof b->s;
+    b->s.kind = kind;
+    b->s.nodes = b->n;
+    b->s.n_nodes = b->nn;
+    b->s.n_inputs = b->nin;
+    b->s.outputs = b->outs;
+    b->s.n_outputs = b->nout;
+    b->s.input_traits = b->itr;
+    b->s.output_traits = b->otr;
+    return &b->s;
+}
+
+/* Input k of a many-view test segment is dense (CONTIG) or a strided /
+** broadcast view (ALIGN16 only), alternating; rot shifts the pattern so
+** every position is tested both ways. */
+static uint32_t many_trait(uint32_t k, int rot)
+{
+    return ((k + (uint32_t)rot) % 2u == 0) ? AC : KILN_TRAIT_ALIGN16;
+}
+
+static int has(const char *src, const char *fmt, uint32_t k)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, fmt, k, k, k);
+    return strstr(src, pat) != NULL;
+}
+
+/* Pointwise: out0 = x0 + x1 + ... (and with nout > 1, out j = x_j * x_j').
+** Each input must be indexed by the linear index exactly when it is
+** CONTIG, and by its strides otherwise; the same for each output. */
+static void check_pointwise_views(uint32_t nin, uint32_t nout, int rot, char **keep)
+{
+    static bigseg b;
+    memset(&b, 0, sizeof b);
+    int32_t acc = -1;
+    int32_t in[256];
+    for (uint32_t k = 0; k < nin; k++) {
+        in[k] = bs_in(&b, 2, many_trait(k, rot));
+        acc = k == 0 ? in[0] : bs_node(&b, KILN_OP_ADD, 2, acc, in[k]);
+    }
+    bs_out(&b, acc, AC);
+    for (uint32_t j = 1; j < nout; j++)
+        bs_out(&b, bs_node(&b, KILN_OP_MUL, 2, in[j % nin], in[(j * 7) % nin]),
+               many_trait(j, rot + 1));
+    kiln_kernel_options ko = ko_default();
+    kiln_cuda_kinfo info;
+    char *src = gen(bs_done(&b, KILN_SEGK_POINTWISE), &ko, &info);
+    const char *body_text = body(src);
+    ck_assert_uint_eq(info.n_inputs, nin);
+    for (uint32_t k = 0; k < nin; k++) {
+        int flat = many_trait(k, rot) == AC;
+        ck_assert_msg(has(body_text, "const ix oi%u = i;", k) == flat,
+                      "%u inputs, rot %d: input %u %s be indexed by the linear index", nin,
+                      rot, k, flat ? "must" : "must not");
+        ck_assert_msg(has(body_text, "oi%u += c * (ix)a.is%u[d];", k) == !flat,
+                      "%u inputs, rot %d: input %u %s use its strides", nin, rot, k,
+                      flat ? "must not" : "must");
+        ck_assert_msg(has(body_text, "kld(a.in%u + oi%u)", k), "input %u is never loaded", k);
+    }
+    for (uint32_t j = 0; j < nout; j++) {
+        int flat = j == 0 || many_trait(j, rot + 1) == AC;
+        ck_assert_msg(has(body_text, "const ix oo%u = i;", j) == flat,
+                      "%u outputs, rot %d: output %u flat = %d expected", nout, rot, j, flat);
+        ck_assert_msg(has(body_text, "oo%u += c * (ix)a.os%u[d];", j) == !flat,
+                      "%u outputs, rot %d: output %u strided = %d expected", nout, rot, j, !flat);
+    }
+    if (keep != NULL)
+        *keep = src;
+    else
+        kiln__free(src);
+}
+
+/* Reduction over axis `red` of [?, ?]: inputs 0..npre-1 feed the REDUCE
+** (read over D), the rest are added after it (read in the keepdim
+** domain).  Every pre input must get a base offset bi<k> over the kept
+** axis and be read at bi<k> + j * stride; every post input an offset
+** oi<k> in kiln_finalize and nothing else. */
+static void check_reduction_views(uint32_t nin, uint32_t npre, uint32_t red, int rot,
+                                  char **keep)
+{
+    static bigseg b;
+    memset(&b, 0, sizeof b);
+    int32_t acc = -1;
+    for (uint32_t k = 0; k < npre; k++) {
+        int32_t x = bs_in(&b, 2, many_trait(k, rot));
+        acc = k == 0 ? x : bs_node(&b, KILN_OP_ADD, 2, acc, x);
+    }
+    int32_t r = bs_node(&b, KILN_OP_RMAX, 2, acc, -1);
+    b.n[r].axes = b.n[r].bcast = red;
+    b.n[r].flags = KILN_IR_KEEPDIM;
+    acc = r;
+    for (uint32_t k = npre; k < nin; k++) {
+        int32_t x = bs_in(&b, 2, many_trait(k, rot));
+        b.n[x].bcast = red;
+        acc = bs_node(&b, KILN_OP_ADD, 2, acc, x);
+        b.n[acc].bcast = red;
+    }
+    bs_out(&b, acc, AC);
+    bs_out(&b, r, KILN_TRAIT_ALIGN16);
+    kiln_kernel_options ko = ko_default();
+    kiln_cuda_kinfo info;
+    char *src = gen(bs_done(&b, KILN_SEGK_REDUCTION), &ko, &info);
+    const char *t = body(src);
+    uint32_t kept = red == 2u ? 0u : 1u;
+    for (uint32_t k = 0; k < nin; k++) {
+        char base[96], fin[96];
+        snprintf(base, sizeof base, "bi%u += c%u * (ix)a.is%u[%u];", k, kept, k, kept);
+        snprintf(fin, sizeof fin, "oi%u += c%u * (ix)a.is%u[%u];", k, kept, k, kept);
+        int pre = k < npre;
+        ck_assert_msg((strstr(t, base) != NULL) == pre,
+                      "%u inputs (%u before the reduction), axis mask %u: input %u %s a "
+                      "base offset over the kept axis", nin, npre, red, k,
+                      pre ? "needs" : "must not have");
+        ck_assert_msg((strstr(t, fin) != NULL) == !pre,
+                      "%u inputs (%u before the reduction), axis mask %u: input %u %s an "
+                      "offset in kiln_finalize", nin, npre, red, k,
+                      pre ? "must not have" : "needs");
+        ck_assert_msg(has(t, "kld(a.in%u + oi%u)", k), "input %u is never loaded", k);
+    }
+    if (keep != NULL)
+        *keep = src;
+    else
+        kiln__free(src);
+}
+
+/* out = x0 + ... + x(nin-1) over rank `rank`, every input strided. */
+static const kiln_ir_segment *chain_segment(bigseg *b, int rank, uint32_t nin)
+{
+    memset(b, 0, sizeof *b);
+    int32_t acc = -1;
+    for (uint32_t k = 0; k < nin; k++) {
+        int32_t x = bs_in(b, rank, KILN_TRAIT_ALIGN16);
+        acc = k == 0 ? x : bs_node(b, KILN_OP_ADD, rank, acc, x);
+    }
+    bs_out(b, acc, AC);
+    return bs_done(b, KILN_SEGK_POINTWISE);
+}
+
+START_TEST(codegen_many_views_index_each_input)
+{
+    /* 17 inputs (one past the old 16-bit half), 33 (one past 32), 71 (the
+    ** positions 0..70); each with both trait patterns */
+    static const uint32_t counts[] = {2, 17, 33, 71};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+        for (int rot = 0; rot < 2; rot++) {
+            check_pointwise_views(counts[c], 1, rot, NULL);
+            check_reduction_views(counts[c], counts[c] / 2, 2u, rot, NULL);
+            check_reduction_views(counts[c], counts[c] / 2 + 1, 1u, rot, NULL);
+        }
+    /* many outputs as well: 40 inputs, 40 outputs */
+    check_pointwise_views(40, 40, 0, NULL);
+    check_pointwise_views(40, 40, 1, NULL);
+    /* the documented maximum per rank: accepted at it, rejected past it */
+    static bigseg b;
+    kiln_kernel_options ko = ko_default();
+    for (int rank = 0; rank <= KILN_MAX_RANK; rank++) {
+        uint32_t most = KILN_SEGMENT_MAX_VIEWS(rank);
+        ck_assert_uint_le(KILN_CUDA_ARG_WORDS(rank > 0 ? rank : 1, most, 0) * 8,
+                          KILN_CUDA_PARAM_BYTES);
+        ck_assert_uint_gt(KILN_CUDA_ARG_WORDS(rank > 0 ? rank : 1, most + 1, 0) * 8,
+                          KILN_CUDA_PARAM_BYTES);
+        char *src = NULL;
+        kiln_cuda_kinfo info;
+        ck_assert_msg(kiln__cuda_codegen(chain_segment(&b, rank, most - 1), &ko, &src, &info) ==
+                          KILN_OK, "rank %d, %u views: %s", rank, most, kiln_last_error());
+        kiln__free(src);
+        src = NULL;
+        ck_assert_int_eq(kiln__cuda_codegen(chain_segment(&b, rank, most), &ko, &src, &info),
+                         KILN_ERR_UNSUPPORTED);
+        ck_assert_ptr_null(src);
+        ck_assert_ptr_nonnull(strstr(kiln_last_error(), "views"));
+    }
+}
+END_TEST
+
+/* The many-view kernels and the largest kernel of each rank compile. */
+START_TEST(nvrtc_many_views)
+{
+    kiln_cuda_api api;
+    if (!nvrtc_api(&api))
+        return;
+    kiln_buf b = {0};
+    char *src = NULL;
+    int n = 0;
+    check_pointwise_views(71, 1, 1, &src);
+    batch_add(&b, src, n++);
+    kiln__free(src);
+    check_pointwise_views(40, 40, 0, &src);
+    batch_add(&b, src, n++);
+    kiln__free(src);
+    check_reduction_views(71, 35, 2u, 1, &src);
+    batch_add(&b, src, n++);
+    kiln__free(src);
+    check_reduction_views(71, 36, 1u, 0, &src);
+    batch_add(&b, src, n++);
+    kiln__free(src);
+    static bigseg big;
+    kiln_kernel_options ko = ko_default();
+    for (int rank = 0; rank <= KILN_MAX_RANK; rank += full_sweep() ? 1 : 4) {
+        src = gen(chain_segment(&big, rank, KILN_SEGMENT_MAX_VIEWS(rank) - 1), &ko, NULL);
+        batch_add(&b, src, n++);
+        kiln__free(src);
+    }
+    ck_assert(!b.failed);
+    batch_compile(&api, b.data, &ko, "sm_90");
+    if (full_sweep())
+        batch_compile(&api, b.data, &ko, "sm_80");
+    kiln__buf_free(&b);
+    kiln__cuda_unload(&api);
 }
 END_TEST
 
@@ -1325,6 +1580,7 @@ Suite *cuda_suite(void)
     tcase_add_test(tc, codegen_rejects_bad_segments);
     tcase_add_test(tc, traits_and_index_width);
     tcase_add_test(tc, simplify_passes_and_switches);
+    tcase_add_test(tc, codegen_many_views_index_each_input);
     tcase_add_test(tc, nvrtc_backend_compiles_and_runs_on_ref);
     tcase_add_test(tc, nvrtc_check_cache);
     suite_add_tcase(s, tc);
@@ -1333,6 +1589,7 @@ Suite *cuda_suite(void)
     tcase_add_test(nv, nvrtc_all_ops_default);
     tcase_add_test(nv, nvrtc_all_ops_fast_nofma_strided64);
     tcase_add_test(nv, nvrtc_option_sets);
+    tcase_add_test(nv, nvrtc_many_views);
     tcase_add_test(nv, gpu_generated_kernels_match_ref);
     tcase_add_test(nv, gpu_local_bytes);
     tcase_add_test(nv, differential_harness_on_host);
