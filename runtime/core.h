@@ -104,6 +104,12 @@ typedef struct kiln__sig {
     int index64;
 } kiln__sig;
 
+/* Segment limits (docs/runtime.md, "Segment limits"): a segment has at
+** most KILN_SEGMENT_MAX_VIEWS(rank of its domain) views (backend.h), and
+** every value it computes has at most KILN__PLAN_MAX_CONE operations in its
+** cone inside the segment; the planner splits what would pass either. */
+#define KILN__PLAN_MAX_CONE 256
+
 kiln_status kiln__plan_build(const kiln_fusion *f,
                              const struct kiln_options *o,
                              const int64_t (*shapes)[KILN_MAX_RANK],

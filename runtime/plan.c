@@ -51,7 +51,7 @@
 #include "core.h"
 
 #define MAX_DEPTH 2048 /* operand-chain depth the recursive emitter accepts */
-#define MAX_CONE 256   /* operations in one value's cone inside a segment */
+#define MAX_CONE KILN__PLAN_MAX_CONE
 
 /* split[] flags (rule 6). */
 #define SPLIT_CUT 1u      /* a materialised value: its own pointwise segment */
