@@ -35,8 +35,10 @@
 **      planner flags fusion nodes (split[]) and plans again.  CUT makes a
 **      value a materialised intermediate of its own pointwise segment
 **      (the operands of the first value, in topological order, whose cone
-**      is past a limit); NOABSORB keeps a reduction or matmul from taking
-**      its consumers (when those are past a limit); FRESH starts a new
+**      is past a limit; a mul that rule 5 contracts into its add stays
+**      with it, its operands are cut instead, so no split changes a
+**      result); NOABSORB keeps a reduction or matmul from taking its
+**      consumers (when those are past a limit); FRESH starts a new
 **      pointwise segment at an output (too many outputs).  Every round
 **      sets at least one new flag, so at most 3 * nodes rounds run; only
 **      fusions past a limit ever take a second round.
@@ -784,6 +786,16 @@ static void cone_bounds(const emitter *E, cone_scratch *cs, uint32_t i,
     cs->ub_leaves[i] = bl > leaf_cap + 1 ? leaf_cap + 1 : bl;
 }
 
+/* Would contraction (rule 5) fuse mul v into add u?  Then a cut must not
+** separate them: the split would change the numerics. */
+static int contracts_into(const planner *P, int32_t u, int32_t v)
+{
+    const kiln_ir_node *a = &P->f->nodes[u], *m = &P->f->nodes[v];
+    return a->op == KILN_OP_ADD && (a->dtype == KILN_F32 || a->dtype == KILN_F64) &&
+           m->op == KILN_OP_MUL && P->uses[v] == 1 && P->out_idx[v] < 0 &&
+           (a->args[0] == v || a->args[1] == v);
+}
+
 static int set_flag(planner *P, int32_t v, uint8_t flag)
 {
     if (P->split[v] & flag)
@@ -891,6 +903,19 @@ static int split_check(planner *P, const emitter *E, const int32_t *outs,
             int32_t v = E->origin[a];
             if (v < 0 || P->hard[v])
                 continue;
+            if (E->origin[i] >= 0 && contracts_into(P, E->origin[i], v)) {
+                /* keep the mul with its add: cut the mul's operands */
+                for (int q = 0; q < 3; q++) {
+                    int32_t c = E->nodes[a].args[q];
+                    if (c < 0 || !computed(&E->nodes[c]) || cs.cut[c] ||
+                        E->origin[c] < 0 || P->hard[E->origin[c]])
+                        continue;
+                    cs.cut[c] = 1;
+                    added += set_flag(P, E->origin[c], SPLIT_CUT);
+                }
+                cone_bounds(E, &cs, (uint32_t)a, MAX_CONE, leaf_cap);
+                continue;
+            }
             cs.cut[a] = 1;
             added += set_flag(P, v, SPLIT_CUT);
         }

@@ -11,6 +11,7 @@
 ** position 32.
 */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -552,6 +553,67 @@ START_TEST(recomputed_chains_stay_linear)
 }
 END_TEST
 
+/* Splitting never changes numerics: a single-use mul stays with the add
+** it contracts into (fma), even when that add is where a cone passes the
+** view limit.  out = t * w + c with t and c sums of 150 inputs each (rank
+** 1: 251 views at most), so the add's cone has 301 inputs. */
+START_TEST(split_keeps_contraction)
+{
+    const int n = 150;
+    kiln_buf b = {0};
+    kiln__buf_puts(&b, "kiln.fusion 1\n%w = input f32 [?]\n");
+    for (int k = 0; k < n; k++)
+        kiln__buf_printf(&b, "%%x%d = input f32 [?]\n%%y%d = input f32 [?]\n", k, k);
+    kiln__buf_puts(&b, "%t0 = neg %x0\n%c0 = neg %y0\n");
+    for (int k = 1; k < n; k++)
+        kiln__buf_printf(&b, "%%t%d = add %%t%d %%x%d\n%%c%d = add %%c%d %%y%d\n", k, k - 1, k,
+                         k, k - 1, k);
+    kiln__buf_printf(&b, "%%m = mul %%t%d %%w\n%%o = add %%m %%c%d\noutput %%o\n", n - 1,
+                     n - 1);
+    kiln_fusion *f = tu_fusion(b.data);
+    kiln__buf_free(&b);
+    kiln__plan *p = plan_of(f, NULL, NULL);
+    check_limits(p, "t * w + c");
+    ck_assert_uint_gt(p->n_segs, 1);
+    kiln__plan_free(p);
+    enum { E = 8 };
+    static float data[301][E];
+    kiln_tensor *in[301], *out[1] = {NULL};
+    int64_t sz[1] = {E};
+    uint64_t st = 12345;
+    for (int k = 0; k < 2 * n + 1; k++) {
+        for (int i = 0; i < E; i++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            data[k][i] = (float)((double)(st >> 40) / (double)(1u << 24) * 3.0 - 1.5);
+        }
+        in[k] = tu_tensor(KILN_F32, 1, sz, NULL, data[k]);
+    }
+    kiln_context *ctx = tu_ctx();
+    ck_assert_int_eq(kiln_execute(ctx, f, in, (size_t)(2 * n + 1), out, 1, NULL, NULL),
+                     KILN_OK);
+    const float *o = host_f32(out[0]);
+    int differs = 0;
+    for (int i = 0; i < E; i++) {
+        float t = -data[1][i], c = -data[2][i];
+        for (int k = 1; k < n; k++) {
+            t += data[1 + 2 * k][i];
+            c += data[2 + 2 * k][i];
+        }
+        float want = fmaf(t, data[0][i], c);
+        volatile float prod = t * data[0][i];
+        differs |= (prod + c) != want;
+        ck_assert_msg(o[i] == want, "element %d: %a, fma gives %a", i, (double)o[i],
+                      (double)want);
+    }
+    ck_assert_msg(differs, "the data does not tell fma from mul + add");
+    kiln_tensor_destroy(out[0]);
+    for (int k = 0; k < 2 * n + 1; k++)
+        kiln_tensor_destroy(in[k]);
+    kiln_context_destroy(ctx);
+    kiln_fusion_destroy(f);
+}
+END_TEST
+
 /* Signature flags of inputs and outputs past position 32 reach the
 ** segment traits (they were 32-bit masks: input 40 was never CONTIG). */
 START_TEST(signature_flags_past_32)
@@ -595,6 +657,7 @@ Suite *plan_suite(void)
     tcase_add_test(tc, hard_nodes_past_the_maximum);
     tcase_add_test(tc, alternating_reductions);
     tcase_add_test(tc, recomputed_chains_stay_linear);
+    tcase_add_test(tc, split_keeps_contraction);
     tcase_add_test(tc, signature_flags_past_32);
     suite_add_tcase(s, tc);
     return s;
