@@ -11,6 +11,7 @@ the values are multiples of 1/16 in [-32, 32), so every sum is exact and
 any input read at a wrong offset changes the result.
 """
 
+import fp
 import kf
 
 # Input layouts over the domain [R, C] (rank 2): the .kf axes, the tensor
@@ -151,6 +152,30 @@ def _alternating(B, rng, levels):
          ["ManyViews", "Reduction", "KeepDim"], g, inp)
 
 
+def _contraction_split(B, rng):
+    """o = t * w + c, t and c sums of 150 inputs (rank 1: 251 views at
+    most): the add's cone passes the limit, and the split must keep the
+    mul with the add it contracts into (fma).  Values with full f32
+    mantissas, so fma and mul + add differ."""
+    n, e = 150, 8
+    g = kf.Graph()
+    ins = []
+
+    def inp():
+        ins.append(("f32", [e], [fp.rnd(rng.uniform(-1.5, 1.5), "f32")
+                                 for _ in range(e)]))
+        return g.input("f32", "?")
+    w = inp()
+    t = c = None
+    for _ in range(n):
+        x, y = inp(), inp()
+        t = x if t is None else g.op("add", t, x)
+        c = y if c is None else g.op("add", c, y)
+    g.output(g.op("add", g.op("mul", t, w), c))
+    B.add("many views", "t * w + c over 301 inputs: split, still contracted",
+          ["ManyViews", "SegmentSplit", "Contraction"], g, ins)
+
+
 def gen_many_views(B, rng):
     # Every layout at every position of 17 and 33 inputs (all rotations:
     # positions 16 and 32 are the last ones there); at 70 inputs each class
@@ -172,6 +197,7 @@ def gen_many_views(B, rng):
     _pointwise(B, rng, 100, 4, n_out=100)
     _reduction(B, rng, 180, 3, 1, 1, "max")
     _reduction(B, rng, 3, 180, 0, 2, "min")
+    _contraction_split(B, rng)
     # rank 8 (55 views at most): 60 inputs
     g = kf.Graph()
     inp = Inputs(g, rng)
