@@ -115,6 +115,10 @@ kiln_status kiln__plan_build(const kiln_fusion *f,
                              const int64_t (*shapes)[KILN_MAX_RANK],
                              const kiln__sig *sig, kiln__plan **out);
 void kiln__plan_free(kiln__plan *p);
+/* The backend-facing segment IR of s, contracted variant when `contracted`
+** and s has one.  Borrows s's arrays. */
+void kiln__pseg_segment(const kiln__pseg *s, int contracted,
+                        kiln_ir_segment *seg);
 /* Print the plan's segments (dump=fusion_ir). */
 void kiln__plan_dump(const kiln__plan *p, FILE *out);
 

@@ -1286,6 +1286,23 @@ cleanup:
     return st;
 }
 
+void kiln__pseg_segment(const kiln__pseg *s, int contracted,
+                        kiln_ir_segment *seg)
+{
+    const kiln__segir *ir = &s->ir[contracted && s->contracts ? 1 : 0];
+    memset(seg, 0, sizeof *seg);
+    seg->struct_size = sizeof *seg;
+    seg->kind = s->kind;
+    seg->nodes = ir->nodes;
+    seg->n_nodes = ir->n_nodes;
+    seg->n_inputs = s->n_leaves;
+    seg->outputs = ir->outputs;
+    seg->n_outputs = s->n_outs;
+    seg->input_traits = s->in_traits;
+    seg->output_traits = s->out_traits;
+    seg->index64 = s->index64;
+}
+
 /* ----------------------------------------------------------------- dump */
 
 static const char *part_name(uint8_t part)

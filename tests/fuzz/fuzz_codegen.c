@@ -61,19 +61,8 @@ static void check_segment(const kiln__pseg *ps, const kiln_kernel_options *ko)
     if (ps->kind == KILN_SEGK_MATMUL_FALLBACK)
         return; /* the library path: no generated code */
     for (int v = 0; v < 1 + ps->contracts; v++) {
-        const kiln__segir *ir = &ps->ir[v];
         kiln_ir_segment seg;
-        memset(&seg, 0, sizeof seg);
-        seg.struct_size = sizeof seg;
-        seg.kind = ps->kind;
-        seg.nodes = ir->nodes;
-        seg.n_nodes = ir->n_nodes;
-        seg.n_inputs = ps->n_leaves;
-        seg.outputs = ir->outputs;
-        seg.n_outputs = ps->n_outs;
-        seg.input_traits = ps->in_traits;
-        seg.output_traits = ps->out_traits;
-        seg.index64 = ps->index64;
+        kiln__pseg_segment(ps, v, &seg);
         char *src = NULL;
         kiln_cuda_kinfo info;
         kiln_status s = kiln__cuda_codegen(&seg, ko, &src, &info);

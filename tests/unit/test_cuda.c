@@ -28,12 +28,13 @@
 
 /* ------------------------------------------------------- segment builder */
 
+/* Room for the largest segments the planner hands out (many views). */
 typedef struct tseg {
-    kiln_ir_node n[32];
+    kiln_ir_node n[600];
     uint32_t nn;
-    int32_t outs[4];
+    int32_t outs[256];
     uint32_t nout, nin;
-    uint32_t itr[8], otr[4];
+    uint32_t itr[256], otr[256];
     kiln_ir_segment s;
 } tseg;
 
@@ -45,6 +46,7 @@ static void ts_init(tseg *t, uint32_t kind)
 }
 static int32_t ts_node(tseg *t, int op, int dt, int rank, int a, int b, int c)
 {
+    ck_assert_uint_lt(t->nn, sizeof t->n / sizeof t->n[0]);
     kiln_ir_node *x = &t->n[t->nn];
     memset(x, 0, sizeof *x);
     x->op = (uint16_t)op;
@@ -59,6 +61,7 @@ static int32_t ts_node(tseg *t, int op, int dt, int rank, int a, int b, int c)
 static int32_t ts_in(tseg *t, int dt, int rank, uint32_t traits)
 {
     int32_t i = ts_node(t, KILN_OP_INPUT, dt, rank, -1, -1, -1);
+    ck_assert_uint_lt(t->nin, sizeof t->itr / sizeof t->itr[0]);
     t->n[i].io = (int32_t)t->nin;
     t->itr[t->nin++] = traits;
     return i;
@@ -79,6 +82,7 @@ static int32_t ts_reduce(tseg *t, int op, int dt, int rank, int a, uint32_t axes
 }
 static void ts_out(tseg *t, int32_t v, uint32_t traits)
 {
+    ck_assert_uint_lt(t->nout, sizeof t->outs / sizeof t->outs[0]);
     t->otr[t->nout] = traits;
     t->outs[t->nout++] = v;
 }
@@ -827,56 +831,7 @@ END_TEST
 
 /* Segments with many inputs/outputs (issue 11: a flag word packed inputs
 ** into bits 0-15 and outputs into 16-31, so input 16 read output 0's
-** CONTIG bit, and `1u << io` was undefined for io >= 32).  Built here
-** with room for the largest segments the planner hands out. */
-typedef struct bigseg {
-    kiln_ir_node n[600];
-    uint32_t nn, nin, nout;
-    int32_t outs[256];
-    uint32_t itr[256], otr[256];
-    kiln_ir_segment s;
-} bigseg;
-
-static int32_t bs_node(bigseg *b, int op, int rank, int32_t x, int32_t y)
-{
-    ck_assert_uint_lt(b->nn, sizeof b->n / sizeof b->n[0]);
-    kiln_ir_node *n = &b->n[b->nn];
-    memset(n, 0, sizeof *n);
-    n->op = (uint16_t)op;
-    n->dtype = KILN_F32;
-    n->rank = (uint8_t)rank;
-    n->args[0] = x;
-    n->args[1] = y;
-    n->args[2] = -1;
-    n->io = -1;
-    return (int32_t)b->nn++;
-}
-static int32_t bs_in(bigseg *b, int rank, uint32_t traits)
-{
-    int32_t i = bs_node(b, KILN_OP_INPUT, rank, -1, -1);
-    b->n[i].io = (int32_t)b->nin;
-    b->itr[b->nin++] = traits;
-    return i;
-}
-static void bs_out(bigseg *b, int32_t v, uint32_t traits)
-{
-    b->otr[b->nout] = traits;
-    b->outs[b->nout++] = v;
-}
-static const kiln_ir_segment *bs_done(bigseg *b, uint32_t kind)
-{
-    memset(&b->s, 0, sizeof b->s);
-    b->s.struct_size = sizeof b->s;
-    b->s.kind = kind;
-    b->s.nodes = b->n;
-    b->s.n_nodes = b->nn;
-    b->s.n_inputs = b->nin;
-    b->s.outputs = b->outs;
-    b->s.n_outputs = b->nout;
-    b->s.input_traits = b->itr;
-    b->s.output_traits = b->otr;
-    return &b->s;
-}
+** CONTIG bit, and `1u << io` was undefined for io >= 32). */
 
 /* Input k of a many-view test segment is dense (CONTIG) or a strided /
 ** broadcast view (ALIGN16 only), alternating; rot shifts the pattern so
@@ -898,21 +853,21 @@ static int has(const char *src, const char *fmt, uint32_t k)
 ** CONTIG, and by its strides otherwise; the same for each output. */
 static void check_pointwise_views(uint32_t nin, uint32_t nout, int rot, char **keep)
 {
-    static bigseg b;
-    memset(&b, 0, sizeof b);
+    static tseg b;
+    ts_init(&b, KILN_SEGK_POINTWISE);
     int32_t acc = -1;
     int32_t in[256];
     for (uint32_t k = 0; k < nin; k++) {
-        in[k] = bs_in(&b, 2, many_trait(k, rot));
-        acc = k == 0 ? in[0] : bs_node(&b, KILN_OP_ADD, 2, acc, in[k]);
+        in[k] = ts_in(&b, KILN_F32, 2, many_trait(k, rot));
+        acc = k == 0 ? in[0] : ts_node(&b, KILN_OP_ADD, KILN_F32, 2, acc, in[k], -1);
     }
-    bs_out(&b, acc, AC);
+    ts_out(&b, acc, AC);
     for (uint32_t j = 1; j < nout; j++)
-        bs_out(&b, bs_node(&b, KILN_OP_MUL, 2, in[j % nin], in[(j * 7) % nin]),
+        ts_out(&b, ts_node(&b, KILN_OP_MUL, KILN_F32, 2, in[j % nin], in[(j * 7) % nin], -1),
                many_trait(j, rot + 1));
     kiln_kernel_options ko = ko_default();
     kiln_cuda_kinfo info;
-    char *src = gen(bs_done(&b, KILN_SEGK_POINTWISE), &ko, &info);
+    char *src = gen(ts_done(&b), &ko, &info);
     const char *body_text = body(src);
     ck_assert_uint_eq(info.n_inputs, nin);
     for (uint32_t k = 0; k < nin; k++) {
@@ -946,28 +901,26 @@ static void check_pointwise_views(uint32_t nin, uint32_t nout, int rot, char **k
 static void check_reduction_views(uint32_t nin, uint32_t npre, uint32_t red, int rot,
                                   char **keep)
 {
-    static bigseg b;
-    memset(&b, 0, sizeof b);
+    static tseg b;
+    ts_init(&b, KILN_SEGK_REDUCTION);
     int32_t acc = -1;
     for (uint32_t k = 0; k < npre; k++) {
-        int32_t x = bs_in(&b, 2, many_trait(k, rot));
-        acc = k == 0 ? x : bs_node(&b, KILN_OP_ADD, 2, acc, x);
+        int32_t x = ts_in(&b, KILN_F32, 2, many_trait(k, rot));
+        acc = k == 0 ? x : ts_node(&b, KILN_OP_ADD, KILN_F32, 2, acc, x, -1);
     }
-    int32_t r = bs_node(&b, KILN_OP_RMAX, 2, acc, -1);
-    b.n[r].axes = b.n[r].bcast = red;
-    b.n[r].flags = KILN_IR_KEEPDIM;
+    int32_t r = ts_reduce(&b, KILN_OP_RMAX, KILN_F32, 2, acc, red);
     acc = r;
     for (uint32_t k = npre; k < nin; k++) {
-        int32_t x = bs_in(&b, 2, many_trait(k, rot));
+        int32_t x = ts_in(&b, KILN_F32, 2, many_trait(k, rot));
         b.n[x].bcast = red;
-        acc = bs_node(&b, KILN_OP_ADD, 2, acc, x);
+        acc = ts_node(&b, KILN_OP_ADD, KILN_F32, 2, acc, x, -1);
         b.n[acc].bcast = red;
     }
-    bs_out(&b, acc, AC);
-    bs_out(&b, r, KILN_TRAIT_ALIGN16);
+    ts_out(&b, acc, AC);
+    ts_out(&b, r, KILN_TRAIT_ALIGN16);
     kiln_kernel_options ko = ko_default();
     kiln_cuda_kinfo info;
-    char *src = gen(bs_done(&b, KILN_SEGK_REDUCTION), &ko, &info);
+    char *src = gen(ts_done(&b), &ko, &info);
     const char *t = body(src);
     uint32_t kept = red == 2u ? 0u : 1u;
     for (uint32_t k = 0; k < nin; k++) {
@@ -992,16 +945,16 @@ static void check_reduction_views(uint32_t nin, uint32_t npre, uint32_t red, int
 }
 
 /* out = x0 + ... + x(nin-1) over rank `rank`, every input strided. */
-static const kiln_ir_segment *chain_segment(bigseg *b, int rank, uint32_t nin)
+static const kiln_ir_segment *chain_segment(tseg *b, int rank, uint32_t nin)
 {
-    memset(b, 0, sizeof *b);
+    ts_init(b, KILN_SEGK_POINTWISE);
     int32_t acc = -1;
     for (uint32_t k = 0; k < nin; k++) {
-        int32_t x = bs_in(b, rank, KILN_TRAIT_ALIGN16);
-        acc = k == 0 ? x : bs_node(b, KILN_OP_ADD, rank, acc, x);
+        int32_t x = ts_in(b, KILN_F32, rank, KILN_TRAIT_ALIGN16);
+        acc = k == 0 ? x : ts_node(b, KILN_OP_ADD, KILN_F32, rank, acc, x, -1);
     }
-    bs_out(b, acc, AC);
-    return bs_done(b, KILN_SEGK_POINTWISE);
+    ts_out(b, acc, AC);
+    return ts_done(b);
 }
 
 START_TEST(codegen_many_views_index_each_input)
@@ -1019,7 +972,7 @@ START_TEST(codegen_many_views_index_each_input)
     check_pointwise_views(40, 40, 0, NULL);
     check_pointwise_views(40, 40, 1, NULL);
     /* the documented maximum per rank: accepted at it, rejected past it */
-    static bigseg b;
+    static tseg b;
     kiln_kernel_options ko = ko_default();
     for (int rank = 0; rank <= KILN_MAX_RANK; rank++) {
         uint32_t most = KILN_SEGMENT_MAX_VIEWS(rank);
@@ -1062,7 +1015,7 @@ START_TEST(nvrtc_many_views)
     check_reduction_views(71, 36, 1u, 0, &src);
     batch_add(&b, src, n++);
     kiln__free(src);
-    static bigseg big;
+    static tseg big;
     kiln_kernel_options ko = ko_default();
     for (int rank = 0; rank <= KILN_MAX_RANK; rank += full_sweep() ? 1 : 4) {
         src = gen(chain_segment(&big, rank, KILN_SEGMENT_MAX_VIEWS(rank) - 1), &ko, NULL);

@@ -115,16 +115,7 @@ static size_t check_limits(const kiln__plan *p, const char *what)
         if (ps->kind == KILN_SEGK_MATMUL_FALLBACK)
             continue;
         kiln_ir_segment seg;
-        memset(&seg, 0, sizeof seg);
-        seg.struct_size = sizeof seg;
-        seg.kind = ps->kind;
-        seg.nodes = ir->nodes;
-        seg.n_nodes = ir->n_nodes;
-        seg.n_inputs = ps->n_leaves;
-        seg.outputs = ir->outputs;
-        seg.n_outputs = ps->n_outs;
-        seg.input_traits = ps->in_traits;
-        seg.output_traits = ps->out_traits;
+        kiln__pseg_segment(ps, 0, &seg);
         char *src = NULL;
         kiln_cuda_kinfo info;
         kiln_status st = kiln__cuda_codegen(&seg, &ko, &src, &info);
