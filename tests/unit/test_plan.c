@@ -142,6 +142,35 @@ static size_t check_limits(const kiln__plan *p, const char *what)
     return total;
 }
 
+/* The fusion of the .kf text in b (which is freed). */
+static kiln_fusion *fusion_of(kiln_buf *b)
+{
+    ck_assert(!b->failed);
+    kiln_fusion *f = tu_fusion(b->data);
+    kiln__buf_free(b);
+    return f;
+}
+
+/* Plan f with dense aligned inputs under enable item en and check the
+** limits (and, with must_split, that it took several segments).  Returns
+** the plan's total IR nodes. */
+static size_t plan_checked(const kiln_fusion *f, const char *en, const char *what,
+                           int must_split)
+{
+    kiln__plan *p = plan_of(f, NULL, en);
+    size_t total = check_limits(p, what);
+    if (must_split)
+        ck_assert_msg(p->n_segs > 1, "%s: not split", what);
+    kiln__plan_free(p);
+    return total;
+}
+
+static void destroy_tensors(kiln_tensor **t, int n)
+{
+    for (int k = 0; k < n; k++)
+        kiln_tensor_destroy(t[k]);
+}
+
 /* Small exact values: sums of a few hundred stay exact in f32. */
 static float val(int input, int64_t storage_index)
 {
@@ -248,8 +277,7 @@ static void many_inputs_sum(int n, int rot)
     }
     kiln__buf_printf(&b, "output %s\n", prev);
     ck_assert(!b.failed);
-    kiln_fusion *f = tu_fusion(b.data);
-    kiln__buf_free(&b);
+    kiln_fusion *f = fusion_of(&b);
     uint8_t *flags = calloc((size_t)n, 1);
     ck_assert_ptr_nonnull(flags);
     for (int k = 0; k < n; k++) {
@@ -310,12 +338,8 @@ START_TEST(rank8_inputs_past_the_maximum)
     for (int k = 1; k < n; k++)
         kiln__buf_printf(&b, "%%s%d = add %%s%d %%x%d\n", k, k - 1, k);
     kiln__buf_printf(&b, "output %%s%d\n", n - 1);
-    kiln_fusion *f = tu_fusion(b.data);
-    kiln__buf_free(&b);
-    kiln__plan *p = plan_of(f, NULL, NULL);
-    check_limits(p, "rank-8 chain");
-    ck_assert_uint_gt(p->n_segs, 1);
-    kiln__plan_free(p);
+    kiln_fusion *f = fusion_of(&b);
+    plan_checked(f, NULL, "rank-8 chain", 1);
     int64_t sz[8] = {2, 1, 1, 2, 1, 1, 1, 3};
     int32_t data[60][12], *res;
     kiln_tensor *in[60], *out[1] = {NULL};
@@ -334,8 +358,7 @@ START_TEST(rank8_inputs_past_the_maximum)
         ck_assert_int_eq(res[i], want);
     }
     kiln_tensor_destroy(out[0]);
-    for (int k = 0; k < n; k++)
-        kiln_tensor_destroy(in[k]);
+    destroy_tensors(in, n);
     kiln_context_destroy(ctx);
     kiln_fusion_destroy(f);
 }
@@ -352,12 +375,8 @@ START_TEST(outputs_past_the_maximum)
     for (int j = 0; j < m; j++)
         kiln__buf_printf(&b, "%%o%d = sub %%x%d %%x%d\noutput %%o%d\n", j, j % n,
                          (j / n) % n, j);
-    kiln_fusion *f = tu_fusion(b.data);
-    kiln__buf_free(&b);
-    kiln__plan *p = plan_of(f, NULL, NULL);
-    check_limits(p, "300 outputs");
-    ck_assert_uint_gt(p->n_segs, 1);
-    kiln__plan_free(p);
+    kiln_fusion *f = fusion_of(&b);
+    plan_checked(f, NULL, "300 outputs", 1);
     float data[10][4];
     int64_t four[1] = {4};
     kiln_tensor *in[10], *out[300];
@@ -375,10 +394,9 @@ START_TEST(outputs_past_the_maximum)
         const float *o = host_f32(out[j]);
         for (int i = 0; i < 4; i++)
             ck_assert(o[i] == data[j % n][i] - data[(j / n) % n][i]);
-        kiln_tensor_destroy(out[j]);
     }
-    for (int k = 0; k < n; k++)
-        kiln_tensor_destroy(in[k]);
+    destroy_tensors(out, m);
+    destroy_tensors(in, n);
     kiln_context_destroy(ctx);
     kiln_fusion_destroy(f);
 }
@@ -403,11 +421,8 @@ START_TEST(hard_nodes_past_the_maximum)
     for (int k = 1; k < n; k++)
         kiln__buf_printf(&b, "%%u%d = add %%u%d %%c%d\n", k, k - 1, k);
     kiln__buf_printf(&b, "output %%u%d\n", n - 1);
-    kiln_fusion *f = tu_fusion(b.data);
-    kiln__buf_free(&b);
-    kiln__plan *p = plan_of(f, NULL, NULL);
-    check_limits(p, "reduction with 400 inputs");
-    kiln__plan_free(p);
+    kiln_fusion *f = fusion_of(&b);
+    plan_checked(f, NULL, "reduction with 400 inputs", 1);
     hin *ins = calloc(2 * (size_t)n, sizeof *ins);
     ck_assert_ptr_nonnull(ins);
     for (int k = 0; k < 2 * n; k++)
@@ -441,11 +456,8 @@ START_TEST(hard_nodes_past_the_maximum)
         kiln__buf_printf(&b, "%%r%d = input f32 [1, ?]\n%%v%d = add %%v%d %%r%d\n", k, k + 1,
                          k, k);
     kiln__buf_printf(&b, "output %%v%d\n", n);
-    f = tu_fusion(b.data);
-    kiln__buf_free(&b);
-    p = plan_of(f, NULL, "fuse_matmul");
-    check_limits(p, "matmul epilogue with 200 inputs");
-    kiln__plan_free(p);
+    f = fusion_of(&b);
+    plan_checked(f, "fuse_matmul", "matmul epilogue with 200 inputs", 1);
     kiln_fusion_destroy(f);
 }
 END_TEST
@@ -463,8 +475,7 @@ static kiln_fusion *alternating(int levels)
         kiln__buf_printf(&b, "%%m%d = max %%d%d axes=[1] keepdim\n%%d%d = sub %%d%d %%m%d\n",
                          k, k - 1, k, k - 1, k);
     kiln__buf_printf(&b, "output %%d%d\n", levels);
-    kiln_fusion *f = tu_fusion(b.data);
-    kiln__buf_free(&b);
+    kiln_fusion *f = fusion_of(&b);
     return f;
 }
 
@@ -523,12 +534,9 @@ START_TEST(recomputed_chains_stay_linear)
     for (int k = 2; k <= n; k++)
         kiln__buf_printf(&b, "%%a%d = add %%a%d %%r%d\n", k, k - 1, k);
     kiln__buf_printf(&b, "output %%a%d\n", n);
-    kiln_fusion *f = tu_fusion(b.data);
-    kiln__buf_free(&b);
-    kiln__plan *p = plan_of(f, NULL, NULL);
-    size_t total = check_limits(p, "recomputed chains");
+    kiln_fusion *f = fusion_of(&b);
+    size_t total = plan_checked(f, NULL, "recomputed chains", 1);
     ck_assert_msg(total <= 100 * (size_t)f->n_nodes, "%zu IR nodes", total);
-    kiln__plan_free(p);
     int64_t data[6] = {5, -3, 2, 7, 1, 1}, sz[2] = {2, 3}, *res;
     kiln_tensor *in[1] = {tu_tensor(KILN_I64, 2, sz, NULL, data)}, *out[1] = {NULL};
     kiln_context *ctx = tu_ctx();
@@ -561,12 +569,8 @@ START_TEST(split_keeps_contraction)
                          k, k - 1, k);
     kiln__buf_printf(&b, "%%m = mul %%t%d %%w\n%%o = add %%m %%c%d\noutput %%o\n", n - 1,
                      n - 1);
-    kiln_fusion *f = tu_fusion(b.data);
-    kiln__buf_free(&b);
-    kiln__plan *p = plan_of(f, NULL, NULL);
-    check_limits(p, "t * w + c");
-    ck_assert_uint_gt(p->n_segs, 1);
-    kiln__plan_free(p);
+    kiln_fusion *f = fusion_of(&b);
+    plan_checked(f, NULL, "t * w + c", 1);
     enum { E = 8 };
     static float data[301][E];
     kiln_tensor *in[301], *out[1] = {NULL};
@@ -598,8 +602,7 @@ START_TEST(split_keeps_contraction)
     }
     ck_assert_msg(differs, "the data does not tell fma from mul + add");
     kiln_tensor_destroy(out[0]);
-    for (int k = 0; k < 2 * n + 1; k++)
-        kiln_tensor_destroy(in[k]);
+    destroy_tensors(in, 2 * n + 1);
     kiln_context_destroy(ctx);
     kiln_fusion_destroy(f);
 }
@@ -615,8 +618,7 @@ START_TEST(signature_flags_past_32)
     for (int k = 0; k < n; k++)
         kiln__buf_printf(&b, "%%x%d = input f32 [?]\n%%o%d = add %%x%d %%x0\noutput %%o%d\n",
                          k, k, k, k);
-    kiln_fusion *f = tu_fusion(b.data);
-    kiln__buf_free(&b);
+    kiln_fusion *f = fusion_of(&b);
     uint8_t flags[40];
     for (int k = 0; k < n; k++)
         flags[k] = k % 2 ? KILN__SIG_CONTIG | KILN__SIG_ALIGN16 : KILN__SIG_ALIGN16;
