@@ -639,6 +639,45 @@ START_TEST(signature_flags_past_32)
 }
 END_TEST
 
+/* A split plan (two rounds) fails cleanly at every allocation: the
+** Nth allocation fails, plan_build says KILN_ERR_NO_MEMORY and frees
+** what it made (ASan's leak check in `make test-asan`). */
+START_TEST(split_allocation_failures)
+{
+    kiln_buf b = {0};
+    kiln__buf_puts(&b, "kiln.fusion 1\n");
+    for (int k = 0; k < 60; k++)
+        kiln__buf_printf(&b, "%%x%d = input f32 [?, ?, ?, ?, ?, ?, ?, ?]\n", k);
+    kiln__buf_puts(&b, "%s0 = neg %x0\n");
+    for (int k = 1; k < 60; k++)
+        kiln__buf_printf(&b, "%%s%d = add %%s%d %%x%d\n", k, k - 1, k);
+    kiln__buf_puts(&b, "%m = max %s59 axes=[7] keepdim\noutput %m\n");
+    kiln_fusion *f = fusion_of(&b);
+    uint8_t bits[61];
+    memset(bits, KILN__SIG_CONTIG | KILN__SIG_ALIGN16, sizeof bits);
+    kiln__sig sig = {bits, bits + 60, 0};
+    struct kiln_options o;
+    memset(&o, 0, sizeof o);
+    long n;
+    for (n = 0; n < 100000; n++) {
+        kiln__plan *p = NULL;
+        kiln__fault_after(n);
+        kiln_status s = kiln__plan_build(f, &o, NULL, &sig, &p);
+        kiln__fault_after(-1);
+        if (s == KILN_OK) {
+            ck_assert_uint_gt(p->n_segs, 1);
+            kiln__plan_free(p);
+            break;
+        }
+        ck_assert_int_eq(s, KILN_ERR_NO_MEMORY);
+        ck_assert_ptr_null(p);
+    }
+    ck_assert_int_gt(n, 10);
+    ck_assert_int_lt(n, 100000);
+    kiln_fusion_destroy(f);
+}
+END_TEST
+
 Suite *plan_suite(void)
 {
     Suite *s = suite_create("plan");
@@ -652,6 +691,7 @@ Suite *plan_suite(void)
     tcase_add_test(tc, recomputed_chains_stay_linear);
     tcase_add_test(tc, split_keeps_contraction);
     tcase_add_test(tc, signature_flags_past_32);
+    tcase_add_test(tc, split_allocation_failures);
     suite_add_tcase(s, tc);
     return s;
 }
