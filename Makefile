@@ -293,6 +293,21 @@ fuzz-vectors:
 	build/fuzz/fuzz_vectors -max_total_time=$${FUZZ_SECONDS:-60} \
 	  -dict=tests/fuzz/vectors.dict build/fuzz/vectors_corpus
 
+# libFuzzer on .kf parse -> plan -> CUDA codegen, the planner and the code
+# generator coverage-instrumented (FUZZ_SECONDS=60; -max_len fits fusions
+# of a few hundred inputs).
+.PHONY: fuzz-codegen
+fuzz-codegen:
+	@mkdir -p build/fuzz/codegen_corpus
+	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
+	  tests/fuzz/fuzz_codegen.c runtime/status.c runtime/options.c runtime/fusion.c \
+	  runtime/fusion_text.c runtime/plan.c runtime/backends/cuda_codegen.c \
+	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_codegen
+	cp -n tests/fuzz/codegen_corpus/* build/fuzz/codegen_corpus/ 2>/dev/null || true
+	build/fuzz/fuzz_codegen -max_len=16384 -dict=tests/fuzz/kf.dict \
+	  -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/codegen_corpus
+
 coverage:
 	$(MAKE) -j$(JOBS) BUILD=build/cov SAN=cov all unit
 	lcov --zerocounters --directory build/cov >/dev/null
@@ -352,6 +367,7 @@ help:
 	@echo "make fuzz-trigger  Atheris on the CI comment grammar (ci/trigger.py)"
 	@echo "make fuzz-npy   libFuzzer on the .npy reader of kiln run"
 	@echo "make fuzz-vectors libFuzzer on vector-file loading and validation"
+	@echo "make fuzz-codegen  libFuzzer on .kf parse -> plan -> CUDA codegen"
 	@echo "make coverage   gcov/lcov HTML report in build/coverage-html"
 	@echo "make bench      benchmarks (kiln bench all)"
 	@echo "make gpu-bundle binaries for the GPU machine under carry/"

@@ -66,6 +66,17 @@ typedef enum kiln_ir_segment_kind {
     KILN_SEGK_MATMUL_FALLBACK = 4   /* library / reference matmul */
 } kiln_ir_segment_kind;
 
+/* The most views (inputs + outputs) the planner puts in one segment whose
+** domain D has rank r.  With R = max(r, 1), one pointer and R strides per
+** view, R sizes and 8 more 64-bit words fit in 4096 bytes, the kernel
+** parameter limit that every CUDA version accepts:
+**   r <= 1: 251, 2: 167, 3: 125, 4: 100, 5: 83, 6: 71, 7: 62, 8: 55.
+** A segment that would need more is split by the planner (some values are
+** materialised by earlier segments), never handed to a backend. */
+#define KILN_SEGMENT_MAX_VIEWS(r)                                             \
+    ((512u - ((r) > 1 ? (unsigned)(r) : 1u) - 8u) /                          \
+     (((r) > 1 ? (unsigned)(r) : 1u) + 1u))
+
 /* Traits of a segment input/output view, fixed by the plan's input
 ** signature (so they are part of the kernel key). */
 #define KILN_TRAIT_CONTIG 1u  /* dense row-major over its domain, no stride 0 */

@@ -384,18 +384,7 @@ static void release_kernels(kiln__kernel *k)
 void kiln__pseg_ir(const kiln__pseg *s, const kiln__variant *v,
                    kiln_ir_segment *seg)
 {
-    const kiln__segir *ir = &s->ir[v->ko.contract && s->contracts ? 1 : 0];
-    memset(seg, 0, sizeof *seg);
-    seg->struct_size = sizeof *seg;
-    seg->kind = s->kind;
-    seg->nodes = ir->nodes;
-    seg->n_nodes = ir->n_nodes;
-    seg->n_inputs = s->n_leaves;
-    seg->outputs = ir->outputs;
-    seg->n_outputs = s->n_outs;
-    seg->input_traits = s->in_traits;
-    seg->output_traits = s->out_traits;
-    seg->index64 = s->index64;
+    kiln__pseg_segment(s, v->ko.contract, seg);
 }
 
 /* Compile blob's segment with backend (be, state).  On UNSUPPORTED from a

@@ -93,21 +93,32 @@ struct kiln__plan {
 };
 
 /* Build a plan for `f` under plan-level options `o`, the concrete node
-** shapes of this call and the signature bits (align16 per input and
-** output, contiguity per input, index64).  On failure *out is untouched and
-** the error is recorded (KILN_ERR_FALLBACK_DISABLED, NO_MEMORY). */
+** shapes of this call and the signature (one flag byte per input and per
+** output, so any number of them; index64).  On failure *out is untouched
+** and the error is recorded (KILN_ERR_FALLBACK_DISABLED, NO_MEMORY). */
+#define KILN__SIG_CONTIG 1u   /* input: dense row-major */
+#define KILN__SIG_ALIGN16 2u  /* input or output: 16-byte aligned data */
 typedef struct kiln__sig {
-    uint32_t in_contig;    /* bit i: input i is dense row-major (i < 32) */
-    uint32_t in_align;     /* bit i: input i is 16-byte aligned */
-    uint32_t out_align;    /* bit j: output j is 16-byte aligned */
+    const uint8_t *in;     /* f->n_inputs flags */
+    const uint8_t *out;    /* f->n_outputs flags (ALIGN16 only) */
     int index64;
 } kiln__sig;
+
+/* Segment limits (docs/runtime.md, "Segment limits"): a segment has at
+** most KILN_SEGMENT_MAX_VIEWS(rank of its domain) views (backend.h), and
+** every value it computes has at most KILN__PLAN_MAX_CONE operations in its
+** cone inside the segment; the planner splits what would pass either. */
+#define KILN__PLAN_MAX_CONE 256
 
 kiln_status kiln__plan_build(const kiln_fusion *f,
                              const struct kiln_options *o,
                              const int64_t (*shapes)[KILN_MAX_RANK],
                              const kiln__sig *sig, kiln__plan **out);
 void kiln__plan_free(kiln__plan *p);
+/* The backend-facing segment IR of s, contracted variant when `contracted`
+** and s has one.  Borrows s's arrays. */
+void kiln__pseg_segment(const kiln__pseg *s, int contracted,
+                        kiln_ir_segment *seg);
 /* Print the plan's segments (dump=fusion_ir). */
 void kiln__plan_dump(const kiln__plan *p, FILE *out);
 

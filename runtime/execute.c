@@ -248,12 +248,14 @@ typedef struct call {
     void *inter_raw, *inter_mem; /* one block for all intermediates */
     int64_t *inter_off;
     void *stream;            /* kiln_exec_options.stream (device backends) */
+    uint8_t *sig_bits;       /* kiln__sig flags: inputs, then outputs */
     /* small inline storage (the hit path allocates nothing) */
     kiln_tensor *outs_small[SMALL_VIEWS];
     uint8_t allocated_small[SMALL_VIEWS];
     kiln__kernel *kern_small[SMALL_SEGS];
     int hit_small[SMALL_SEGS];
     int64_t inter_off_small[SMALL_VIEWS];
+    uint8_t sig_small[2 * SMALL_VIEWS];
     int64_t shapes_small[SMALL_NODES][KILN_MAX_RANK];
 } call;
 
@@ -642,11 +644,21 @@ static kiln_status check_work(const call *c)
     return KILN_OK;
 }
 
+/* Validate the inputs and fill sig (flags in c->sig_bits, one byte per
+** input and per output; the output flags are set by the caller). */
 static kiln_status check_inputs(call *c, kiln__sig *sig)
 {
     kiln_context *ctx = c->ctx;
     const kiln_fusion *f = c->f;
     memset(sig, 0, sizeof *sig);
+    size_t nsig = (size_t)f->n_inputs + f->n_outputs;
+    c->sig_bits = nsig <= sizeof c->sig_small ? c->sig_small
+                                              : kiln__calloc(nsig, 1);
+    if (c->sig_bits == NULL)
+        return kiln__err(KILN_ERR_NO_MEMORY, "execute: out of memory");
+    memset(c->sig_bits, 0, nsig);
+    sig->in = c->sig_bits;
+    sig->out = c->sig_bits + f->n_inputs;
     for (uint32_t i = 0; i < f->n_inputs; i++) {
         const kiln_tensor *t = c->inputs[i];
         if (t->mem != (kiln_memory)ctx->be.memory)
@@ -664,12 +676,10 @@ static kiln_status check_inputs(call *c, kiln__sig *sig)
                              "input %u: data %p is not aligned to its %zu-byte "
                              "elements",
                              i, t->data, es);
-        if (i < 32) {
-            if (kiln__tensor_dense(t))
-                sig->in_contig |= 1u << i;
-            if ((uintptr_t)t->data % 16 == 0)
-                sig->in_align |= 1u << i;
-        }
+        if (kiln__tensor_dense(t))
+            c->sig_bits[i] |= KILN__SIG_CONTIG;
+        if ((uintptr_t)t->data % 16 == 0)
+            c->sig_bits[i] |= KILN__SIG_ALIGN16;
         if (span_bytes(t) / (int64_t)es > INT32_MAX)
             sig->index64 = 1;
     }
@@ -713,16 +723,13 @@ static size_t build_key(const call *c, const kiln__sig *sig,
             if (t->sizes[a] == 1)
                 ones |= 1u << a;
         uint64_t w = (uint64_t)t->dtype | ((uint64_t)t->rank << 8) | (ones << 16);
-        if (i < 32) {
-            w |= (uint64_t)((sig->in_contig >> i) & 1u) << 32;
-            w |= (uint64_t)((sig->in_align >> i) & 1u) << 33;
-        }
+        w |= (uint64_t)sig->in[i] << 32;
         key[k++] = w;
     }
     for (uint32_t j = 0; j < f->n_outputs; j += 64) {
         uint64_t w = 0;
         for (uint32_t q = j; q < f->n_outputs && q < j + 64; q++)
-            if (q < 32 && ((sig->out_align >> q) & 1u))
+            if (sig->out[q] & KILN__SIG_ALIGN16)
                 w |= 1ull << (q - j);
         key[k++] = w;
     }
@@ -836,6 +843,8 @@ static void call_free(call *c, int failed, size_t n_outputs)
     kiln__plan_release(c->plan);
     if (c->shapes != c->shapes_small)
         kiln__free(c->shapes);
+    if (c->sig_bits != c->sig_small)
+        kiln__free(c->sig_bits);
 }
 
 kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
@@ -946,9 +955,9 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
         goto fail;
     if ((st = check_outputs(&c, n_outputs)) != KILN_OK)
         goto fail;
-    for (size_t j = 0; j < n_outputs && j < 32; j++)
+    for (size_t j = 0; j < n_outputs; j++)
         if (outputs[j] == NULL || (uintptr_t)outputs[j]->data % 16 == 0)
-            sig.out_align |= 1u << j;
+            c.sig_bits[f->n_inputs + j] |= KILN__SIG_ALIGN16;
 
     /* the plan */
     int reuse_off = kiln__opt_on(&eo, KOPT_DIS_KERNEL_REUSE);

@@ -28,6 +28,20 @@
 **      for f32/f64 when that mul node has exactly one use in the whole
 **      fusion, is not a fusion output, and is an operand of that very add
 **      (lhs first).  cache.c picks the variant from disable=fma.
+**   6. Limits (docs/runtime.md, "Segment limits"): a segment has at most
+**      KILN_SEGMENT_MAX_VIEWS(rank of D) views (inputs + outputs), and a
+**      value it computes has at most MAX_CONE operations in its cone
+**      inside the segment.  A segment past either limit is split: the
+**      planner flags fusion nodes (split[]) and plans again.  CUT makes a
+**      value a materialised intermediate of its own pointwise segment
+**      (the operands of the first value, in topological order, whose cone
+**      is past a limit; a mul that rule 5 contracts into its add stays
+**      with it, its operands are cut instead, so no split changes a
+**      result); NOABSORB keeps a reduction or matmul from taking its
+**      consumers (when those are past a limit); FRESH starts a new
+**      pointwise segment at an output (too many outputs).  Every round
+**      sets at least one new flag, so at most 3 * nodes rounds run; only
+**      fusions past a limit ever take a second round.
 ** Symbolic shapes come from the fusion's axis classes (fusion.c): two
 ** values share a domain exactly when their class arrays are equal, which
 ** holds for every input sizes of the same signature.  So a plan depends on
@@ -39,6 +53,12 @@
 #include "core.h"
 
 #define MAX_DEPTH 2048 /* operand-chain depth the recursive emitter accepts */
+#define MAX_CONE KILN__PLAN_MAX_CONE
+
+/* split[] flags (rule 6). */
+#define SPLIT_CUT 1u      /* a materialised value: its own pointwise segment */
+#define SPLIT_FRESH 2u    /* an output that starts a new pointwise segment */
+#define SPLIT_NOABSORB 4u /* a hard node that takes no consumers */
 
 typedef struct seg_build {
     uint32_t kind;
@@ -46,6 +66,7 @@ typedef struct seg_build {
     int32_t dom_node;
     int dom_rank;
     uint32_t red_axes;
+    int closed;          /* a CUT value's segment: nothing else joins */
 } seg_build;
 
 typedef struct planner {
@@ -54,6 +75,8 @@ typedef struct planner {
     uint32_t n;
     int32_t *uses, *out_idx, *owner;
     uint8_t *hard, *need, *mat;
+    uint8_t *split;      /* SPLIT_* per node, kept across rounds */
+    uint8_t *pw;         /* is_pointwise(op) per node */
     seg_build *segs;
     uint32_t n_segs;
     /* scratch for cone walks */
@@ -116,8 +139,8 @@ static int32_t cone_max_owner(planner *P, int32_t v, int32_t seg)
     return best;
 }
 
-static kiln_status add_seg(planner *P, uint32_t kind, int32_t anchor,
-                           int32_t dom, uint32_t red)
+static void add_seg(planner *P, uint32_t kind, int32_t anchor, int32_t dom,
+                    uint32_t red, int closed)
 {
     seg_build *s = &P->segs[P->n_segs++];
     s->kind = kind;
@@ -125,7 +148,7 @@ static kiln_status add_seg(planner *P, uint32_t kind, int32_t anchor,
     s->dom_node = dom;
     s->dom_rank = P->f->nodes[dom].rank;
     s->red_axes = red;
-    return KILN_OK;
+    s->closed = closed;
 }
 
 /* Absorb the pointwise consumers of hard node h (segment seg). */
@@ -134,7 +157,7 @@ static void absorb_consumers(planner *P, int32_t h, int32_t seg)
     const kiln_fusion *f = P->f;
     for (uint32_t j = (uint32_t)h + 1; j < P->n; j++) {
         const kiln_ir_node *n = &f->nodes[j];
-        if (!is_pointwise(n->op) || P->owner[j] >= 0 || !same_shape(f, (int32_t)j, h))
+        if (!P->pw[j] || P->owner[j] >= 0 || !same_shape(f, (int32_t)j, h))
             continue;
         int linked = 0, ok = 1;
         for (int k = 0; k < 3 && n->args[k] >= 0; k++) {
@@ -190,20 +213,25 @@ static kiln_status form_segments(planner *P, const struct kiln_options *o)
     for (uint32_t i = 0; i < P->n; i++) {
         const kiln_ir_node *n = &f->nodes[i];
         int32_t seg = (int32_t)P->n_segs;
+        int absorb = !(P->split[i] & SPLIT_NOABSORB);
         if (is_reduce(n->op)) {
             P->owner[i] = seg;
-            add_seg(P, KILN_SEGK_REDUCTION, (int32_t)i, n->args[0], n->axes);
-            absorb_consumers(P, (int32_t)i, seg);
+            add_seg(P, KILN_SEGK_REDUCTION, (int32_t)i, n->args[0], n->axes, 0);
+            if (absorb)
+                absorb_consumers(P, (int32_t)i, seg);
         } else if (n->op == KILN_OP_MATMUL) {
             P->owner[i] = seg;
-            add_seg(P, mm_kind, (int32_t)i, (int32_t)i, 0);
-            if (mm_kind == KILN_SEGK_MATMUL_EPILOGUE)
+            add_seg(P, mm_kind, (int32_t)i, (int32_t)i, 0, 0);
+            if (mm_kind == KILN_SEGK_MATMUL_EPILOGUE && absorb)
                 absorb_consumers(P, (int32_t)i, seg);
-        } else if (P->owner[i] < 0 && (P->out_idx[i] >= 0 || P->need[i])) {
-            /* a pointwise value: join the last same-shape pointwise segment */
+        } else if (P->owner[i] < 0 &&
+                   (P->out_idx[i] >= 0 || P->need[i] || (P->split[i] & SPLIT_CUT))) {
+            /* a pointwise value: join the last open same-shape pointwise
+            ** segment (rule 3), unless rule 6 says otherwise */
             int32_t cand = -1;
-            for (int32_t s = (int32_t)P->n_segs - 1; s >= 0; s--) {
-                if (P->segs[s].kind == KILN_SEGK_POINTWISE &&
+            for (int32_t s = (int32_t)P->n_segs - 1;
+                 s >= 0 && !(P->split[i] & (SPLIT_CUT | SPLIT_FRESH)); s--) {
+                if (P->segs[s].kind == KILN_SEGK_POINTWISE && !P->segs[s].closed &&
                     same_shape(f, P->segs[s].dom_node, (int32_t)i)) {
                     cand = s;
                     break;
@@ -213,7 +241,8 @@ static kiln_status form_segments(planner *P, const struct kiln_options *o)
                 P->owner[i] = cand;
             } else {
                 P->owner[i] = seg;
-                add_seg(P, KILN_SEGK_POINTWISE, (int32_t)i, (int32_t)i, 0);
+                add_seg(P, KILN_SEGK_POINTWISE, (int32_t)i, (int32_t)i, 0,
+                        (P->split[i] & SPLIT_CUT) != 0);
             }
         }
     }
@@ -231,11 +260,75 @@ typedef struct emitter {
     int32_t *memo_node;   /* memo: (fusion node, part, map) -> IR node */
     uint8_t *memo_part;
     int8_t (*memo_map)[KILN_MAX_RANK];
+    int32_t *slots;       /* hash table of the memo: IR node + 1, 0 empty */
+    uint32_t n_slots;     /* a power of two, at least twice the entries */
     uint32_t n_nodes, cap;
     kiln__leaf *leaves;
     uint32_t n_leaves, cap_leaves;
     int failed;
 } emitter;
+
+/* Hash of a memo key: fusion node v, part, map (v's rank), leaf or not. */
+static uint32_t memo_hash(int32_t v, uint8_t part, const int8_t *map, int r,
+                          int is_leaf)
+{
+    uint64_t m = 0;
+    memcpy(&m, map, (size_t)r); /* r <= 8 bytes */
+    uint64_t h = ((uint64_t)(uint32_t)v << 9 | (uint64_t)part << 1 |
+                  (uint64_t)(is_leaf != 0)) * 0x9E3779B97F4A7C15ull;
+    h ^= m * 0xC2B2AE3D27D4EB4Full;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static int memo_eq(const emitter *E, uint32_t i, int32_t v, uint8_t part,
+                   const int8_t *map, int is_leaf)
+{
+    return E->memo_node[i] == v && E->memo_part[i] == part &&
+           memcmp(E->memo_map[i], map, E->P->f->nodes[v].rank) == 0 &&
+           (E->nodes[i].op == KILN_OP_INPUT) == is_leaf;
+}
+
+/* Enter IR node i into the memo table (which has room) unless its key is
+** there already: a lookup finds the first node of a key, as a scan in
+** node order would. */
+static void memo_put(emitter *E, uint32_t i)
+{
+    int32_t v = E->memo_node[i];
+    if (v < 0)
+        return; /* synthesized: never looked up */
+    int leaf = E->nodes[i].op == KILN_OP_INPUT;
+    uint32_t h = memo_hash(v, E->memo_part[i], E->memo_map[i],
+                           E->P->f->nodes[v].rank, leaf);
+    for (uint32_t k = h & (E->n_slots - 1);; k = (k + 1) & (E->n_slots - 1)) {
+        int32_t e = E->slots[k];
+        if (e == 0) {
+            E->slots[k] = (int32_t)i + 1;
+            return;
+        }
+        if (memo_eq(E, (uint32_t)e - 1, v, E->memo_part[i], E->memo_map[i], leaf))
+            return;
+    }
+}
+
+/* memo_put for the newest node i, growing the table first when needed. */
+static int memo_insert(emitter *E, uint32_t i)
+{
+    if ((size_t)E->n_nodes * 2 > E->n_slots) {
+        uint32_t ns = E->n_slots ? E->n_slots * 2 : 64;
+        int32_t *t = kiln__calloc(ns, sizeof *t);
+        if (t == NULL)
+            return -1;
+        kiln__free(E->slots);
+        E->slots = t;
+        E->n_slots = ns;
+        for (uint32_t k = 0; k < i; k++)
+            memo_put(E, k);
+    }
+    memo_put(E, i);
+    return 0;
+}
 
 static int32_t push(emitter *E, const kiln_ir_node *n, int32_t origin,
                     uint8_t part, const int8_t *map)
@@ -269,20 +362,26 @@ static int32_t push(emitter *E, const kiln_ir_node *n, int32_t origin,
     memset(E->memo_map[i], -1, KILN_MAX_RANK);
     if (map != NULL && origin >= 0)
         memcpy(E->memo_map[i], map, (size_t)E->P->f->nodes[origin].rank);
+    if (memo_insert(E, i) < 0) {
+        E->failed = 1;
+        return -1;
+    }
     return (int32_t)i;
 }
 
 static int32_t memo_find(emitter *E, int32_t v, uint8_t part,
                          const int8_t *map, int is_leaf)
 {
-    int r = E->P->f->nodes[v].rank;
-    for (uint32_t i = 0; i < E->n_nodes; i++) {
-        if (E->memo_node[i] == v && E->memo_part[i] == part &&
-            memcmp(E->memo_map[i], map, (size_t)r) == 0 &&
-            (E->nodes[i].op == KILN_OP_INPUT) == is_leaf)
-            return (int32_t)i;
+    if (E->n_slots == 0)
+        return -1;
+    uint32_t h = memo_hash(v, part, map, E->P->f->nodes[v].rank, is_leaf);
+    for (uint32_t k = h & (E->n_slots - 1);; k = (k + 1) & (E->n_slots - 1)) {
+        int32_t e = E->slots[k];
+        if (e == 0)
+            return -1;
+        if (memo_eq(E, (uint32_t)e - 1, v, part, map, is_leaf))
+            return e - 1;
     }
-    return -1;
 }
 
 static int part_rank(const emitter *E, uint8_t part)
@@ -341,8 +440,12 @@ static int32_t emit(emitter *E, int32_t v, uint8_t part, const int8_t *map)
     const kiln_ir_node *fn = &f->nodes[v];
     if (E->failed)
         return -1;
+    /* a leaf: an input, a value of another segment, or a value CUT in
+    ** this round (no owner yet: the round is planned again, but reading
+    ** it as a leaf keeps the rest of the round small) */
     if (fn->op == KILN_OP_INPUT ||
-        (fn->op != KILN_OP_CONST && P->owner[v] >= 0 && P->owner[v] != E->seg))
+        (fn->op != KILN_OP_CONST && P->owner[v] >= 0 && P->owner[v] != E->seg) ||
+        (P->owner[v] < 0 && (P->split[v] & SPLIT_CUT)))
         return emit_leaf(E, v, part, map, v);
     int32_t m = memo_find(E, v, part, map, 0);
     if (m >= 0)
@@ -589,7 +692,7 @@ static int buffer_contig(const planner *P, int32_t v)
 {
     const kiln_ir_node *n = &P->f->nodes[v];
     if (n->op == KILN_OP_INPUT)
-        return n->io < 32 && ((P->sig->in_contig >> n->io) & 1u);
+        return (P->sig->in[n->io] & KILN__SIG_CONTIG) != 0;
     return 1; /* outputs and intermediates are allocated or checked dense */
 }
 
@@ -597,9 +700,9 @@ static int buffer_align(const planner *P, int32_t v)
 {
     const kiln_ir_node *n = &P->f->nodes[v];
     if (n->op == KILN_OP_INPUT)
-        return n->io < 32 && ((P->sig->in_align >> n->io) & 1u);
+        return (P->sig->in[n->io] & KILN__SIG_ALIGN16) != 0;
     if (P->out_idx[v] >= 0)
-        return P->out_idx[v] < 32 && ((P->sig->out_align >> P->out_idx[v]) & 1u);
+        return (P->sig->out[P->out_idx[v]] & KILN__SIG_ALIGN16) != 0;
     return 1;
 }
 
@@ -614,9 +717,234 @@ static const char *what_of(uint32_t kind)
     }
 }
 
-/* Emit segment `seg` with roots[n_roots] into ps. */
+/* ------------------------------------------------------------ limits */
+
+/* Work arrays of split_check, one entry per IR node of the segment. */
+typedef struct cone_scratch {
+    uint8_t *post, *cut;
+    uint32_t *ub_nodes, *ub_leaves, *stamp;
+    int32_t *stack;
+    uint32_t tag;
+} cone_scratch;
+
+static int computed(const kiln_ir_node *x)
+{
+    return x->op != KILN_OP_INPUT && x->op != KILN_OP_CONST;
+}
+
+/* The exact cone of IR node w: distinct computed nodes (w included) and
+** distinct leaves (INPUT nodes and nodes cut in this pass), counted until
+** one passes its cap. */
+static void cone_exact(const emitter *E, cone_scratch *cs, int32_t w,
+                       uint32_t node_cap, uint32_t leaf_cap, uint32_t *nodes,
+                       uint32_t *leaves)
+{
+    uint32_t tag = ++cs->tag;
+    size_t sp = 0;
+    *nodes = *leaves = 0;
+    cs->stack[sp++] = w;
+    cs->stamp[w] = tag;
+    while (sp > 0 && *nodes <= node_cap && *leaves <= leaf_cap) {
+        int32_t x = cs->stack[--sp];
+        const kiln_ir_node *n = &E->nodes[x];
+        if (n->op == KILN_OP_CONST)
+            continue;
+        if (n->op == KILN_OP_INPUT || (x != w && cs->cut[x])) {
+            (*leaves)++;
+            continue;
+        }
+        (*nodes)++;
+        for (int k = 0; k < 3; k++) {
+            int32_t a = n->args[k];
+            if (a >= 0 && cs->stamp[a] != tag) {
+                cs->stamp[a] = tag;
+                cs->stack[sp++] = a;
+            }
+        }
+    }
+}
+
+/* Upper bounds of node i's cone counts from its operands' (exact for
+** trees, too high where operands share nodes). */
+static void cone_bounds(const emitter *E, cone_scratch *cs, uint32_t i,
+                        uint32_t node_cap, uint32_t leaf_cap)
+{
+    const kiln_ir_node *n = &E->nodes[i];
+    uint32_t bn = 1, bl = 0;
+    for (int k = 0; k < 3; k++) {
+        int32_t a = n->args[k];
+        if (a < 0)
+            continue;
+        if (cs->cut[a]) {
+            bl++;
+        } else {
+            bn += cs->ub_nodes[a];
+            bl += cs->ub_leaves[a];
+        }
+    }
+    cs->ub_nodes[i] = bn > node_cap + 1 ? node_cap + 1 : bn;
+    cs->ub_leaves[i] = bl > leaf_cap + 1 ? leaf_cap + 1 : bl;
+}
+
+/* Would contraction (rule 5) fuse mul v into add u?  Then a cut must not
+** separate them: the split would change the numerics. */
+static int contracts_into(const planner *P, int32_t u, int32_t v)
+{
+    const kiln_ir_node *a = &P->f->nodes[u], *m = &P->f->nodes[v];
+    return a->op == KILN_OP_ADD && (a->dtype == KILN_F32 || a->dtype == KILN_F64) &&
+           m->op == KILN_OP_MUL && P->uses[v] == 1 && P->out_idx[v] < 0 &&
+           (a->args[0] == v || a->args[1] == v);
+}
+
+static int set_flag(planner *P, int32_t v, uint8_t flag)
+{
+    if (P->split[v] & flag)
+        return 0;
+    P->split[v] |= flag;
+    return 1;
+}
+
+/* FRESH for the first output (node order) at which the outputs so far and
+** the leaves they read pass maxv views.  Returns the flags set. */
+static int split_outputs(planner *P, const emitter *E, cone_scratch *cs,
+                         const int32_t *outs, const int32_t *roots,
+                         uint32_t n_outs, uint32_t maxv)
+{
+    uint32_t tag = ++cs->tag, leaves = 0;
+    for (uint32_t k = 0; k < n_outs; k++) {
+        size_t sp = 0;
+        if (cs->stamp[outs[k]] != tag) {
+            cs->stamp[outs[k]] = tag;
+            cs->stack[sp++] = outs[k];
+        }
+        while (sp > 0) {
+            const kiln_ir_node *n = &E->nodes[cs->stack[--sp]];
+            if (n->op == KILN_OP_INPUT)
+                leaves++;
+            for (int a = 0; a < 3; a++)
+                if (n->args[a] >= 0 && cs->stamp[n->args[a]] != tag) {
+                    cs->stamp[n->args[a]] = tag;
+                    cs->stack[sp++] = n->args[a];
+                }
+        }
+        if (leaves + k + 1 > maxv)
+            return k > 0 ? set_flag(P, roots[k], SPLIT_FRESH) : 0;
+    }
+    return 0;
+}
+
+/* Rule 6 for a freshly emitted segment: within the limits, return 0;
+** else set split flags on fusion nodes, add the number of new ones to
+** *added and return 1 (-1: out of memory).  One pass over the IR in topological order: at the first
+** node whose cone passes a limit, a node after the segment's REDUCE/MATMUL
+** gets NOABSORB on that hard node (and the pass ends); otherwise its
+** computed operands are CUT and count as leaves from there on.  Too many
+** views with every cone in bounds: NOABSORB if the segment has consumers
+** of its hard node, else FRESH at an output. */
+static int split_check(planner *P, const emitter *E, const int32_t *outs,
+                       const int32_t *roots, uint32_t n_outs, int *added_out)
+{
+    const seg_build *sb = E->sb;
+    uint32_t n = E->n_nodes;
+    uint32_t maxv = KILN_SEGMENT_MAX_VIEWS(sb->dom_rank);
+    int views_over = E->n_leaves + n_outs > maxv;
+    if (!views_over && n <= MAX_CONE)
+        return 0;
+    uint32_t leaf_cap = maxv - 1; /* leaves of one value plus its output */
+    cone_scratch cs;
+    memset(&cs, 0, sizeof cs);
+    cs.post = kiln__calloc(n, 1);
+    cs.cut = kiln__calloc(n, 1);
+    cs.ub_nodes = kiln__calloc(n, sizeof *cs.ub_nodes);
+    cs.ub_leaves = kiln__calloc(n, sizeof *cs.ub_leaves);
+    cs.stamp = kiln__calloc(n, sizeof *cs.stamp);
+    cs.stack = kiln__malloc(n * sizeof *cs.stack);
+    int added = 0, has_post = 0, over = views_over;
+    if (!cs.post || !cs.cut || !cs.ub_nodes || !cs.ub_leaves || !cs.stamp ||
+        !cs.stack) {
+        over = -1;
+        goto done;
+    }
+    for (uint32_t i = 0; i < n; i++) { /* nodes after the hard node */
+        const kiln_ir_node *x = &E->nodes[i];
+        for (int k = 0; k < 3; k++) {
+            int32_t a = x->args[k];
+            if (a >= 0 && (cs.post[a] || is_reduce(E->nodes[a].op) ||
+                           E->nodes[a].op == KILN_OP_MATMUL))
+                cs.post[i] = 1;
+        }
+        has_post |= cs.post[i];
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const kiln_ir_node *x = &E->nodes[i];
+        if (!computed(x)) {
+            cs.ub_leaves[i] = x->op == KILN_OP_INPUT;
+            continue;
+        }
+        cone_bounds(E, &cs, i, MAX_CONE, leaf_cap);
+        if (cs.ub_nodes[i] <= MAX_CONE && cs.ub_leaves[i] <= leaf_cap)
+            continue;
+        uint32_t cn, cl;
+        cone_exact(E, &cs, (int32_t)i, MAX_CONE, leaf_cap, &cn, &cl);
+        if (cn <= MAX_CONE && cl <= leaf_cap) {
+            cs.ub_nodes[i] = cn; /* the exact counts are tighter bounds */
+            cs.ub_leaves[i] = cl;
+            continue;
+        }
+        over = 1;
+        if (cs.post[i]) {
+            added += set_flag(P, sb->anchor, SPLIT_NOABSORB);
+            goto done;
+        }
+        for (int k = 0; k < 3; k++) {
+            int32_t a = x->args[k];
+            if (a < 0 || !computed(&E->nodes[a]) || cs.cut[a])
+                continue;
+            int32_t v = E->origin[a];
+            if (v < 0 || P->hard[v])
+                continue;
+            if (E->origin[i] >= 0 && contracts_into(P, E->origin[i], v)) {
+                /* keep the mul with its add: cut the mul's operands */
+                for (int q = 0; q < 3; q++) {
+                    int32_t c = E->nodes[a].args[q];
+                    if (c < 0 || !computed(&E->nodes[c]) || cs.cut[c] ||
+                        E->origin[c] < 0 || P->hard[E->origin[c]])
+                        continue;
+                    cs.cut[c] = 1;
+                    added += set_flag(P, E->origin[c], SPLIT_CUT);
+                }
+                cone_bounds(E, &cs, (uint32_t)a, MAX_CONE, leaf_cap);
+                continue;
+            }
+            cs.cut[a] = 1;
+            added += set_flag(P, v, SPLIT_CUT);
+        }
+        cone_bounds(E, &cs, i, MAX_CONE, leaf_cap);
+    }
+    if (added == 0 && views_over) {
+        if (has_post)
+            added = set_flag(P, sb->anchor, SPLIT_NOABSORB);
+        else if (sb->kind == KILN_SEGK_POINTWISE)
+            added = split_outputs(P, E, &cs, outs, roots, n_outs, maxv);
+    }
+done:
+    kiln__free(cs.post);
+    kiln__free(cs.cut);
+    kiln__free(cs.ub_nodes);
+    kiln__free(cs.ub_leaves);
+    kiln__free(cs.stamp);
+    kiln__free(cs.stack);
+    *added_out += added;
+    return over;
+}
+
+/* Emit segment `seg` with roots[n_roots] into ps.  Unless `keep`, a
+** segment past the limits of rule 6 is left empty (no IR: the round's
+** memory stays bounded) and counted in *over; *split counts the new split
+** flags. */
 static kiln_status emit_segment(planner *P, int32_t seg, const int32_t *roots,
-                                uint32_t n_roots, kiln__pseg *ps)
+                                uint32_t n_roots, kiln__pseg *ps, int keep,
+                                int *over, int *split)
 {
     emitter E;
     memset(&E, 0, sizeof E);
@@ -652,6 +980,15 @@ static kiln_status emit_segment(planner *P, int32_t seg, const int32_t *roots,
     kiln_status st = KILN_OK;
     if (E.failed) {
         st = kiln__err(KILN_ERR_NO_MEMORY, "plan: out of memory");
+        goto done;
+    }
+    int past = keep ? 0 : split_check(P, &E, outs, roots, n_roots, split);
+    if (past < 0) {
+        st = kiln__err(KILN_ERR_NO_MEMORY, "plan: out of memory");
+        goto done;
+    }
+    if (past > 0) {
+        (*over)++;
         goto done;
     }
     const seg_build *sb = E.sb;
@@ -744,16 +1081,16 @@ done:
     kiln__free(E.memo_node);
     kiln__free(E.memo_part);
     kiln__free(E.memo_map);
+    kiln__free(E.slots);
     kiln__free(E.leaves);
     return st;
 }
 
 /* ---------------------------------------------------------------- build */
 
-void kiln__plan_free(kiln__plan *p)
+/* Free p's segments (their array included). */
+static void free_segs(kiln__plan *p)
 {
-    if (p == NULL)
-        return;
     for (uint32_t s = 0; p->segs != NULL && s < p->n_segs; s++) {
         kiln__pseg *ps = &p->segs[s];
         kiln__free(ps->leaves);
@@ -767,6 +1104,15 @@ void kiln__plan_free(kiln__plan *p)
         }
     }
     kiln__free(p->segs);
+    p->segs = NULL;
+    p->n_segs = 0;
+}
+
+void kiln__plan_free(kiln__plan *p)
+{
+    if (p == NULL)
+        return;
+    free_segs(p);
     kiln__free(p->key);
     kiln__free(p->f_nodes);
     kiln__free(p->f_outputs);
@@ -796,12 +1142,17 @@ kiln_status kiln__plan_build(const kiln_fusion *f,
     P.hard = kiln__calloc(n, 1);
     P.need = kiln__calloc(n, 1);
     P.mat = kiln__calloc(n, 1);
+    P.split = kiln__calloc(n, 1);
+    P.pw = kiln__calloc(n, 1);
     P.segs = kiln__calloc(n, sizeof *P.segs);
     P.stack = kiln__malloc(n * sizeof *P.stack);
     P.seen = kiln__calloc(n, 1);
     int32_t *roots = kiln__malloc(n * sizeof *roots);
+    int32_t *by_seg = kiln__malloc(n * sizeof *by_seg);
+    uint32_t *first = kiln__malloc((n + 1) * sizeof *first);
     if (!p || !P.uses || !P.out_idx || !P.owner || !P.hard || !P.need ||
-        !P.mat || !P.segs || !P.stack || !P.seen || !roots) {
+        !P.mat || !P.split || !P.pw || !P.segs || !P.stack || !P.seen || !roots ||
+        !by_seg || !first) {
         st = kiln__err(KILN_ERR_NO_MEMORY, "plan: out of memory");
         goto fail;
     }
@@ -810,6 +1161,7 @@ kiln_status kiln__plan_build(const kiln_fusion *f,
         P.owner[i] = -1;
         const kiln_ir_node *nd = &f->nodes[i];
         P.hard[i] = (uint8_t)(is_reduce(nd->op) || nd->op == KILN_OP_MATMUL);
+        P.pw[i] = (uint8_t)is_pointwise(nd->op);
         for (int k = 0; k < 3; k++)
             if (nd->args[k] >= 0)
                 P.uses[nd->args[k]]++;
@@ -832,26 +1184,55 @@ kiln_status kiln__plan_build(const kiln_fusion *f,
             goto fail;
         }
     }
-    if ((st = form_segments(&P, o)) != KILN_OK)
-        goto fail;
-
-    /* Emit the segments last to first: a segment's leaves mark the values
-    ** earlier segments must write (mat), before those are emitted. */
-    p->segs = kiln__calloc(P.n_segs ? P.n_segs : 1, sizeof *p->segs);
-    if (p->segs == NULL) {
-        st = kiln__err(KILN_ERR_NO_MEMORY, "plan: out of memory");
-        goto fail;
-    }
-    p->n_segs = P.n_segs; /* all freed by kiln__plan_free on failure */
-    for (int32_t s = (int32_t)P.n_segs - 1; s >= 0; s--) {
-        uint32_t nr = 0;
-        for (uint32_t i = 0; i < P.n; i++)
-            if (P.owner[i] == s && (P.out_idx[i] >= 0 || P.mat[i] || P.need[i]))
-                roots[nr++] = (int32_t)i;
-        if (nr == 0)
-            continue; /* nothing of it is ever used */
-        if ((st = emit_segment(&P, s, roots, nr, &p->segs[s])) != KILN_OK)
+    for (int over = 1, split = 1, keep = 0; over > 0;) {
+        /* A round (rule 6).  A round with a segment past the limits sets
+        ** a new split flag (docs/runtime.md says why); should one ever not,
+        ** the next round keeps every segment as emitted. */
+        keep = split == 0;
+        free_segs(p);
+        for (uint32_t i = 0; i < P.n; i++) {
+            P.owner[i] = -1;
+            P.mat[i] = 0;
+        }
+        P.n_segs = 0;
+        if ((st = form_segments(&P, o)) != KILN_OK)
             goto fail;
+        /* Emit the segments last to first: a segment's leaves mark the
+        ** values earlier segments must write (mat), before those are
+        ** emitted. */
+        p->segs = kiln__calloc(P.n_segs ? P.n_segs : 1, sizeof *p->segs);
+        if (p->segs == NULL) {
+            st = kiln__err(KILN_ERR_NO_MEMORY, "plan: out of memory");
+            goto fail;
+        }
+        p->n_segs = P.n_segs; /* all freed by kiln__plan_free on failure */
+        over = split = 0;
+        /* the nodes of each segment, in node order: by_seg[first[s]..] */
+        memset(first, 0, (P.n_segs + 1) * sizeof *first);
+        for (uint32_t i = 0; i < P.n; i++)
+            if (P.owner[i] >= 0)
+                first[P.owner[i] + 1]++;
+        for (uint32_t s = 0; s < P.n_segs; s++)
+            first[s + 1] += first[s];
+        for (uint32_t i = 0; i < P.n; i++)
+            if (P.owner[i] >= 0)
+                by_seg[first[P.owner[i]]++] = (int32_t)i;
+        for (uint32_t s = P.n_segs; s > 0; s--) /* back to the starts */
+            first[s] = first[s - 1];
+        first[0] = 0;
+        for (int32_t s = (int32_t)P.n_segs - 1; s >= 0; s--) {
+            uint32_t nr = 0;
+            for (uint32_t q = first[s]; q < first[s + 1]; q++) {
+                int32_t i = by_seg[q];
+                if (P.out_idx[i] >= 0 || P.mat[i] || P.need[i])
+                    roots[nr++] = i;
+            }
+            if (nr == 0)
+                continue; /* nothing of it is ever used */
+            if ((st = emit_segment(&P, s, roots, nr, &p->segs[s], keep, &over,
+                                   &split)) != KILN_OK)
+                goto fail;
+        }
     }
     uint32_t kept = 0;
     for (uint32_t s = 0; s < P.n_segs; s++)
@@ -894,11 +1275,32 @@ cleanup:
     kiln__free(P.hard);
     kiln__free(P.need);
     kiln__free(P.mat);
+    kiln__free(P.split);
+    kiln__free(P.pw);
     kiln__free(P.segs);
     kiln__free(P.stack);
     kiln__free(P.seen);
     kiln__free(roots);
+    kiln__free(by_seg);
+    kiln__free(first);
     return st;
+}
+
+void kiln__pseg_segment(const kiln__pseg *s, int contracted,
+                        kiln_ir_segment *seg)
+{
+    const kiln__segir *ir = &s->ir[contracted && s->contracts ? 1 : 0];
+    memset(seg, 0, sizeof *seg);
+    seg->struct_size = sizeof *seg;
+    seg->kind = s->kind;
+    seg->nodes = ir->nodes;
+    seg->n_nodes = ir->n_nodes;
+    seg->n_inputs = s->n_leaves;
+    seg->outputs = ir->outputs;
+    seg->n_outputs = s->n_outs;
+    seg->input_traits = s->in_traits;
+    seg->output_traits = s->out_traits;
+    seg->index64 = s->index64;
 }
 
 /* ----------------------------------------------------------------- dump */

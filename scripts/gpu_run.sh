@@ -6,6 +6,7 @@
 #   bash scripts/gpu_run.sh python
 #   bash scripts/gpu_run.sh sanitize TOOL SECS [SHARD...]
 #   bash scripts/gpu_run.sh stress SECS
+#   bash scripts/gpu_run.sh many
 # quick: unit tests + suite + the Python frontend's GPU checks; full: +
 #   compute-sanitizer subsets, benchmarks;
 # python: only the Python frontend: python/tests/gpu_check.py (torch, CuPy,
@@ -19,7 +20,8 @@
 #   the shards listed (default: all) run, a summary names the ones that did
 #   not finish (run them in the next call);
 # stress: the suite as 8 concurrent processes (8 shards) on the one GPU,
-#   repeated until SECS have passed.
+#   repeated until SECS have passed;
+# many: only the many-view check (issue 11; also a stage of quick/full).
 # It uses the prebuilt carry/build (Check and jansson linked statically), so
 # the GPU machine needs no packages.  Each stage's status is summarised last.
 set -u
@@ -112,8 +114,56 @@ python_gpu() { # the Python frontend on the GPU, then its ref suite
     timeout -k 5 "$half" python3 -m unittest discover -s python/tests -p 'test_[!i]*.py' || rc=1
   return $rc
 }
+# Issue 11: segments with many inputs on the GPU against ref.  (1) The
+# issue's repro, 17 inputs with input 16 declared [1, ?], and the one-input
+# alternating max/sub fusion (its last segment has 21 inputs, input 16 with
+# strides [1, 0]): `kiln run` at 512 x 512 on cuda (disable=fallback: every
+# segment must be a generated kernel) and on ref, outputs compared
+# bitwise.  (2) The many-view numerics vectors (17/33/70 inputs, every
+# layout at every position class, past the view maximum) on cuda.
+many_views_check() {
+  local d rc=0 be=${MV_BACKEND:-cuda} # MV_BACKEND=nvrtc tries it without a GPU
+  d=$(mktemp -d /tmp/kiln-mv.XXXX)
+  { echo "kiln.fusion 1"
+    for i in $(seq 0 15); do echo "%x$i = input f32 [?, ?]"; done
+    echo "%x16 = input f32 [1, ?]"
+    echo "%s1 = add %x0 %x1"
+    for i in $(seq 2 16); do echo "%s$i = add %s$((i - 1)) %x$i"; done
+    echo "output %s16"; } > "$d/repro17.kf"
+  { echo "kiln.fusion 1"
+    echo "%d0 = input f32 [?, ?]"
+    for k in $(seq 1 20); do
+      echo "%m$k = max %d$((k - 1)) axes=[1] keepdim"
+      echo "%d$k = sub %d$((k - 1)) %m$k"
+    done
+    echo "output %d20"; } > "$d/alt20.kf"
+  for f in repro17 alt20; do
+    for b in "$be" ref; do
+      mkdir -p "$d/$f-$b"
+      local extra=()
+      [ "$b" = "$be" ] && extra=(--disable fallback)
+      if ! $B/kiln run "$d/$f.kf" --random 7 --size 512 --backend "$b" \
+          "${extra[@]}" --info --out "$d/$f-$b" > "$d/$f-$b.log" 2>&1; then
+        echo "$f on $b FAILED:"; tail -5 "$d/$f-$b.log"; rc=1
+      fi
+    done
+    if cmp -s "$d/$f-$be/out0.npy" "$d/$f-ref/out0.npy"; then
+      echo "$f: $be output == ref output, bitwise (512 x 512)"
+    else
+      echo "$f: $be output DIFFERS from ref"; rc=1
+    fi
+  done
+  echo "# the many-view vectors on $be"
+  CK_FORK=no $B/kiln conform --backend "$be" --category numerics \
+    --filter 'inputs|alternating' > "$d/conform.log" 2>&1 || rc=1
+  grep -E '^FAIL|Checks' "$d/conform.log"
+  rm -rf "$d"
+  return "$rc"
+}
 if [ "$MODE" = python ]; then
   stage python 300 python_gpu
+elif [ "$MODE" = many ]; then
+  stage many_views 120 many_views_check
 elif [ "$MODE" = sanitize ]; then
   TOOL=${2:?sanitize needs TOOL (memcheck or racecheck)}; SECS=${3:?and SECS}
   shift 3
@@ -136,6 +186,7 @@ else
   [ "$MODE" != final ] && stage python 300 python_gpu
   stage nvrtc_cache 60 nvrtc_cache_check
   stage conform 200   conform_cuda
+  stage many_views 120 many_views_check
   if [ "$MODE" = full ]; then
     stage memcheck 70   compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300
     stage racecheck 60  compute-sanitizer --tool racecheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category numerics --filter 'sum|max|min|matmul' --shard 1/8 --timeout 300

@@ -20,6 +20,7 @@ from fractions import Fraction
 
 import fp
 import kf
+import many_inputs
 from vecfile import VectorFile
 
 NOTES = {
@@ -55,6 +56,12 @@ NOTES = {
     "InvalidShape": "Execute must fail with KILN_ERR_SHAPE.",
     "InvalidDtype": "Execute must fail with KILN_ERR_DTYPE.",
     "Composite": "A fusion of several ops.",
+    "ManyViews": "A segment with more than 16 inputs or outputs (17, 33, "
+                 "70): broadcast, strided, stride-0 and size-1 inputs at "
+                 "every position class (< 16, 16..31, >= 32, the last).",
+    "SegmentSplit": "More views than one segment may hold "
+                    "(docs/runtime.md, \"Segment limits\"): the planner "
+                    "splits the segment.",
 }
 
 ULP = {"f32": {"exp": 2, "log": 1, "tanh": 2, "sin": 2, "cos": 2, "pow": 4,
@@ -1041,4 +1048,5 @@ def build():
     gen_fast(B, rng)
     gen_contraction(B, rng)
     gen_invalid(B, rng)
+    many_inputs.gen_many_views(B, rng)
     return {"numerics.json": B.vf.finish()}

@@ -416,8 +416,10 @@ static void cuda_release(void *state, void *handle)
 
 /* ------------------------------------------------------------ launch */
 
+/* The parameter block: codegen accepted the segment only if its words
+** fit in KILN_CUDA_PARAM_BYTES (KILN_SEGMENT_MAX_VIEWS). */
 typedef struct pack {
-    uint64_t w[KILN_CUDA_ARG_WORDS(KILN_MAX_RANK, KILN_CUDA_MAX_VIEWS, 0)];
+    uint64_t w[KILN_CUDA_PARAM_BYTES / 8];
     size_t nw;
 } pack;
 
@@ -579,9 +581,9 @@ static kiln_status launch_pointwise(cuda_state *st, cuda_kernel *k, kiln_launch 
     for (uint32_t v = 0; v < in->n_inputs + in->n_outputs; v++) {
         int is_out = v >= in->n_inputs;
         uint32_t kk = is_out ? v - in->n_inputs : v;
-        if (kk >= 16 || !(in->flat_views >> (is_out ? 16 + kk : kk) & 1u))
+        if (!(in->view[v] & KILN_CUDA_V_FLAT))
             continue;
-        if (!is_out && !(in->used_inputs >> kk & 1u))
+        if (!is_out && !(in->view[v] & KILN_CUDA_V_USED))
             continue;
         uint64_t *w = view_words(p, in, is_out, kk);
         uint64_t dense = 1;
@@ -593,7 +595,7 @@ static kiln_status launch_pointwise(cuda_state *st, cuda_kernel *k, kiln_launch 
     }
     /* unread inputs must not block merging */
     for (uint32_t v = 0; v < in->n_inputs; v++)
-        if (!(in->used_inputs >> v & 1u))
+        if (!(kiln__cuda_in_flags(in, v) & KILN_CUDA_V_USED))
             memset(view_words(p, in, 0, v) + 1, 0, (size_t)R * sizeof(uint64_t));
     /* collapse: drop size-1 axes, merge d into d+1 where every view allows */
     uint64_t size[KILN_MAX_RANK];
@@ -646,7 +648,7 @@ static kiln_status launch_pointwise(cuda_state *st, cuda_kernel *k, kiln_launch 
     for (uint32_t v = 0; v < nviews && ok; v++) {
         int is_out = v >= in->n_inputs;
         uint32_t kk = is_out ? v - in->n_inputs : v;
-        if (!is_out && !(in->used_inputs >> kk & 1u))
+        if (!is_out && !(kiln__cuda_in_flags(in, kk) & KILN_CUDA_V_USED))
             continue;
         uint64_t *w = view_words(p, in, is_out, kk);
         ok = aligned16((const void *)(uintptr_t)w[0]) &&
@@ -692,7 +694,7 @@ static kiln_status launch_reduction(cuda_state *st, cuda_kernel *k, kiln_launch 
     int vec = in->vec;
     int ok = vec > 0 && p->w[R - 1] % (uint64_t)vec == 0;
     for (uint32_t v = 0; v < in->n_inputs && ok; v++) {
-        if (!(in->pre_inputs >> v & 1u))
+        if (!(kiln__cuda_in_flags(in, v) & KILN_CUDA_V_PRE))
             continue;
         uint64_t *w = view_words(p, in, 0, v);
         ok = aligned16((const void *)(uintptr_t)w[0]) && w[R] <= 1;

@@ -960,17 +960,23 @@ static void store_results(gen *g, const char *ind)
         P("%sa.out%u[oo%u] = kst(r%u);\n", ind, k, k, k);
 }
 
+/* Does input k carry view flag f (KILN_CUDA_V_*)? */
+static int in_has(const gen *g, uint32_t k, unsigned f)
+{
+    return (kiln__cuda_in_flags(&g->info, k) & f) != 0;
+}
+
 /* Offsets of views for the kept-axis index `o` (reductions): declares
-** `ix <prefix>i<k>` for inputs with bit k in in_mask and `oo<k>` for all
+** `ix <prefix>i<k>` for inputs with a flag of in_flag and `oo<k>` for all
 ** outputs when outs != 0.  Axes in `axes_mask` are decomposed (row-major,
 ** last fastest); other axes contribute index 0. */
 static void emit_decompose(gen *g, const char *idx, uint32_t axes_mask,
-                           uint32_t in_mask, int outs, const char *pfx,
+                           unsigned in_flag, int outs, const char *pfx,
                            const char *ind)
 {
     const kiln_ir_segment *s = g->seg;
     for (uint32_t k = 0; k < s->n_inputs; k++)
-        if (in_mask >> k & 1u)
+        if (in_has(g, k, in_flag))
             P("%six %si%u = 0;\n", ind, pfx, k);
     if (outs)
         for (uint32_t k = 0; k < s->n_outputs; k++)
@@ -995,7 +1001,7 @@ static void emit_decompose(gen *g, const char *idx, uint32_t axes_mask,
               "%s    const ix c%d = rem - q%d * (ix)a.size[%d];\n"
               "%s    rem = q%d;\n", ind, d, d, ind, d, d, d, ind, d);
         for (uint32_t k = 0; k < s->n_inputs; k++)
-            if (in_mask >> k & 1u)
+            if (in_has(g, k, in_flag))
                 P("%s    %si%u += c%d * (ix)a.is%u[%d];\n", ind, pfx, k, d, k, d);
         if (outs)
             for (uint32_t k = 0; k < s->n_outputs; k++)
@@ -1004,35 +1010,31 @@ static void emit_decompose(gen *g, const char *idx, uint32_t axes_mask,
     P("%s}\n", ind);
 }
 
-static uint32_t post_inputs(const gen *g)
+/* Set KILN_CUDA_V_PRE / V_POST on the inputs each phase reads. */
+static void mark_inputs(gen *g)
 {
-    uint32_t m = 0;
-    for (uint32_t i = 0; i < g->nn; i++)
-        if (phase_input(g, i, 0))
-            m |= 1u << g->n[i].io;
-    return m;
-}
-static uint32_t pre_inputs(const gen *g)
-{
-    uint32_t m = 0;
-    for (uint32_t i = 0; i < g->nn; i++)
+    for (uint32_t i = 0; i < g->nn; i++) {
         if (phase_input(g, i, 1))
-            m |= 1u << g->n[i].io;
-    return m;
+            g->info.view[g->n[i].io] |= KILN_CUDA_V_PRE;
+        if (phase_input(g, i, 0))
+            g->info.view[g->n[i].io] |= KILN_CUDA_V_POST;
+    }
 }
 
 /* ------------------------------------------------------------ pointwise */
 
-static int min_view_size(const gen *g, uint32_t in_mask)
+/* Smallest element size among the inputs with a flag of in_flag and, with
+** outs, the outputs. */
+static int min_view_size(const gen *g, unsigned in_flag, int outs)
 {
     const kiln_ir_segment *s = g->seg;
     int m = 8;
     for (uint32_t k = 0; k < s->n_inputs; k++)
-        if (in_mask >> k & 1u) {
+        if (in_has(g, k, in_flag)) {
             int sz = (int)kiln_dtype_size((kiln_dtype)g->in_dtype[k]);
             if (sz < m) m = sz;
         }
-    for (uint32_t k = 0; k < s->n_outputs; k++) {
+    for (uint32_t k = 0; outs && k < s->n_outputs; k++) {
         int sz = (int)kiln_dtype_size((kiln_dtype)g->n[s->outputs[k]].dtype);
         if (sz < m) m = sz;
     }
@@ -1048,16 +1050,17 @@ static uint32_t trait_out(const gen *g, uint32_t k)
     return g->seg->output_traits ? g->seg->output_traits[k] : 0;
 }
 
-/* Offsets for linear index `idx` over the collapsed domain (a.nd dims). */
-static void emit_pw_offsets(gen *g, const char *idx, uint32_t used,
-                            const char *ind)
+/* Offsets for linear index `idx` over the collapsed domain (a.nd dims):
+** flat views (KILN_CUDA_V_FLAT) take the index itself, the others their
+** strides.  Only the inputs kiln_post reads get an offset. */
+static void emit_pw_offsets(gen *g, const char *idx, const char *ind)
 {
     const kiln_ir_segment *s = g->seg;
-    uint32_t flat = g->info.flat_views;
+    const kiln_cuda_kinfo *in = &g->info;
     int strided = 0;
     for (uint32_t k = 0; k < s->n_inputs; k++)
-        if (used >> k & 1u) {
-            if (flat >> k & 1u)
+        if (in_has(g, k, KILN_CUDA_V_POST)) {
+            if (in_has(g, k, KILN_CUDA_V_FLAT))
                 P("%sconst ix oi%u = %s;\n", ind, k, idx);
             else {
                 P("%six oi%u = 0;\n", ind, k);
@@ -1065,7 +1068,7 @@ static void emit_pw_offsets(gen *g, const char *idx, uint32_t used,
             }
         }
     for (uint32_t k = 0; k < s->n_outputs; k++) {
-        if (flat >> (16 + k) & 1u)
+        if (kiln__cuda_out_flags(in, k) & KILN_CUDA_V_FLAT)
             P("%sconst ix oo%u = %s;\n", ind, k, idx);
         else {
             P("%six oo%u = 0;\n", ind, k);
@@ -1082,10 +1085,10 @@ static void emit_pw_offsets(gen *g, const char *idx, uint32_t used,
     P("%s        ix c = rem;\n", ind);
     P("%s        if (d > lo) { const ix q = rem / (ix)a.size[d]; c = rem - q * (ix)a.size[d]; rem = q; }\n", ind);
     for (uint32_t k = 0; k < s->n_inputs; k++)
-        if ((used >> k & 1u) && !(flat >> k & 1u))
+        if (in_has(g, k, KILN_CUDA_V_POST) && !in_has(g, k, KILN_CUDA_V_FLAT))
             P("%s        oi%u += c * (ix)a.is%u[d];\n", ind, k, k);
     for (uint32_t k = 0; k < s->n_outputs; k++)
-        if (!(flat >> (16 + k) & 1u))
+        if (!(kiln__cuda_out_flags(in, k) & KILN_CUDA_V_FLAT))
             P("%s        oo%u += c * (ix)a.os%u[d];\n", ind, k, k);
     P("%s    }\n%s}\n", ind, ind);
 }
@@ -1093,7 +1096,6 @@ static void emit_pw_offsets(gen *g, const char *idx, uint32_t used,
 static void emit_pointwise(gen *g)
 {
     const kiln_ir_segment *s = g->seg;
-    uint32_t used = post_inputs(g);
     int vec = g->info.vec;
     emit_post(g);
     P("extern \"C\" __global__ void __launch_bounds__(256) kiln_main(const KArgs a)\n{\n"
@@ -1106,9 +1108,9 @@ static void emit_pointwise(gen *g)
           "        const ix nv = n / %d;\n"
           "        for (ix v = t0; v < nv; v += step) {\n"
           "            const ix i = v * %d;\n", vec, vec);
-        emit_pw_offsets(g, "i", used, "            ");
+        emit_pw_offsets(g, "i", "            ");
         for (uint32_t k = 0; k < s->n_inputs; k++)
-            if (used >> k & 1u)
+            if (in_has(g, k, KILN_CUDA_V_POST))
                 P("            KVec<%s, %d> x%u;\n"
                   "            kldv(x%u, a.in%u, oi%u, a.is%u[%d]);\n",
                   stype[g->in_dtype[k]], vec, k, k, k, k, k, g->R - 1);
@@ -1139,7 +1141,7 @@ static void emit_pointwise(gen *g)
         P("        }\n        tail = nv * %d;\n    }\n", vec);
     }
     P("    for (ix i = tail + t0; i < n; i += step) {\n");
-    emit_pw_offsets(g, "i", used, "        ");
+    emit_pw_offsets(g, "i", "        ");
     decl_results(g, "        ");
     P("        ");
     post_call(g, "", "o");
@@ -1207,8 +1209,9 @@ static void pre_call(gen *g, int lanes)
     P(")");
 }
 
-/* Offsets oi<k> = bi<k> + (reduced index j decomposed over red axes). */
-static void emit_joffsets(gen *g, uint32_t pre, uint32_t red, const char *ind)
+/* Offsets oi<k> = bi<k> + (reduced index j decomposed over red axes) of
+** the inputs kiln_pre reads. */
+static void emit_joffsets(gen *g, uint32_t red, const char *ind)
 {
     const kiln_ir_segment *s = g->seg;
     int axes[KILN_MAX_RANK], na = 0;
@@ -1217,12 +1220,12 @@ static void emit_joffsets(gen *g, uint32_t pre, uint32_t red, const char *ind)
             axes[na++] = d;
     if (na == 1) {
         for (uint32_t k = 0; k < s->n_inputs; k++)
-            if (pre >> k & 1u)
+            if (in_has(g, k, KILN_CUDA_V_PRE))
                 P("%sconst ix oi%u = bi%u + j * (ix)a.is%u[%d];\n", ind, k, k, k, axes[0]);
         return;
     }
     for (uint32_t k = 0; k < s->n_inputs; k++)
-        if (pre >> k & 1u)
+        if (in_has(g, k, KILN_CUDA_V_PRE))
             P("%six oi%u = bi%u;\n", ind, k, k);
     P("%s{\n%s    ix rem = j;\n", ind, ind);
     for (int t = na - 1; t >= 0; t--) {
@@ -1234,7 +1237,7 @@ static void emit_joffsets(gen *g, uint32_t pre, uint32_t red, const char *ind)
               "%s    const ix c%d = rem - q%d * (ix)a.size[%d];\n"
               "%s    rem = q%d;\n", ind, d, d, ind, d, d, d, ind, d);
         for (uint32_t k = 0; k < s->n_inputs; k++)
-            if (pre >> k & 1u)
+            if (in_has(g, k, KILN_CUDA_V_PRE))
                 P("%s    oi%u += c%d * (ix)a.is%u[%d];\n", ind, k, d, k, d);
     }
     P("%s}\n", ind);
@@ -1242,9 +1245,8 @@ static void emit_joffsets(gen *g, uint32_t pre, uint32_t red, const char *ind)
 
 static void emit_finalize(gen *g, const char *rt, uint32_t kept)
 {
-    uint32_t post = post_inputs(g);
     P("__device__ __forceinline__ void kiln_finalize(const KArgs &a, const ix o, const %s red)\n{\n", rt);
-    emit_decompose(g, "o", kept, post, 1, "o", "    ");
+    emit_decompose(g, "o", kept, KILN_CUDA_V_POST, 1, "o", "    ");
     decl_results(g, "    ");
     P("    ");
     post_call(g, "red", "o");
@@ -1258,7 +1260,6 @@ static void emit_reduction(gen *g, const char *acc)
     const kiln_ir_node *sp = &g->n[g->sp];
     uint32_t all = (g->info.rank > 0) ? ((1u << g->info.rank) - 1u) : 0;
     uint32_t red = sp->axes & all, kept = all & ~red;
-    uint32_t pre = pre_inputs(g);
     int vec = g->info.vec;
     (void)s;
     emit_pre(g);
@@ -1274,7 +1275,7 @@ static void emit_reduction(gen *g, const char *acc)
           "    const ix split = (ix)blockIdx.y;\n"
           "    %s acc;\n    acc.init();\n"
           "    if (row < O) {\n", acc, acc);
-        emit_decompose(g, "row", kept, pre, 0, "b", "        ");
+        emit_decompose(g, "row", kept, KILN_CUDA_V_PRE, 0, "b", "        ");
         P("        const ix j0 = split * chunk;\n"
           "        const ix j1 = (J - j0 < chunk) ? J : j0 + chunk;\n");
         if (vec > 0) {
@@ -1282,7 +1283,7 @@ static void emit_reduction(gen *g, const char *acc)
               "#pragma unroll 4\n"
               "            for (ix j = j0 + (ix)lane * %d; j < j1; j += (ix)tpr * %d) {\n", vec, vec);
             for (uint32_t k = 0; k < s->n_inputs; k++)
-                if (pre >> k & 1u)
+                if (in_has(g, k, KILN_CUDA_V_PRE))
                     P("                KVec<%s, %d> x%u;\n"
                       "                kldv(x%u, a.in%u, bi%u + j * (ix)a.is%u[%d], a.is%u[%d]);\n",
                       stype[g->in_dtype[k]], vec, k, k, k, k, k, g->R - 1, k, g->R - 1);
@@ -1291,7 +1292,7 @@ static void emit_reduction(gen *g, const char *acc)
             P(");\n            }\n        } else\n");
         }
         P("#pragma unroll 4\n        for (ix j = j0 + (ix)lane; j < j1; j += (ix)tpr) {\n");
-        emit_joffsets(g, pre, red, "            ");
+        emit_joffsets(g, red, "            ");
         P("            acc.add(");
         pre_call(g, 0);
         P(");\n        }\n    }\n"
@@ -1323,16 +1324,16 @@ static void emit_reduction(gen *g, const char *acc)
           "    %s acc[%d];\n"
           "#pragma unroll\n    for (int e = 0; e < %d; ++e) acc[e].init();\n"
           "    if (col < O) {\n", acc, cv, cv, acc, cv, cv);
-        emit_decompose(g, "col", kept, pre, 0, "b", "        ");
+        emit_decompose(g, "col", kept, KILN_CUDA_V_PRE, 0, "b", "        ");
         P("        const ix j0 = split * chunk;\n"
           "        const ix j1 = (J - j0 < chunk) ? J : j0 + chunk;\n");
         if (vec > 0) {
             P("        if (cv > 1) {\n"
               "#pragma unroll 4\n"
               "            for (ix j = j0 + ty; j < j1; j += 8u) {\n");
-            emit_joffsets(g, pre, red, "                ");
+            emit_joffsets(g, red, "                ");
             for (uint32_t k = 0; k < s->n_inputs; k++)
-                if (pre >> k & 1u)
+                if (in_has(g, k, KILN_CUDA_V_PRE))
                     P("                KVec<%s, %d> x%u;\n"
                       "                kldv(x%u, a.in%u, oi%u, a.is%u[%d]);\n",
                       stype[g->in_dtype[k]], vec, k, k, k, k, k, g->R - 1);
@@ -1341,7 +1342,7 @@ static void emit_reduction(gen *g, const char *acc)
             P(");\n            }\n        } else\n");
         }
         P("#pragma unroll 4\n        for (ix j = j0 + ty; j < j1; j += 8u) {\n");
-        emit_joffsets(g, pre, red, "            ");
+        emit_joffsets(g, red, "            ");
         P("            acc[0].add(");
         pre_call(g, 0);
         P(");\n        }\n    }\n"
@@ -1377,13 +1378,12 @@ static void emit_matmul(gen *g)
 {
     int A = g->info.mm_a, B = g->info.mm_b, dt = g->info.mm_dtype;
     const char *wid = dt == KILN_F16 ? "(double)kh2f" : dt == KILN_BF16 ? "(double)kb2f" : "(double)";
-    uint32_t post = post_inputs(g);
     emit_post(g);
     P("__device__ __forceinline__ void kiln_finalize_mm(const KArgs &a, const ix m, const ix nn, const float red)\n{\n");
     {
         const kiln_ir_segment *s = g->seg;
         for (uint32_t k = 0; k < s->n_inputs; k++)
-            if (post >> k & 1u)
+            if (in_has(g, k, KILN_CUDA_V_POST))
                 P("    const ix oi%u = m * (ix)a.is%u[0] + nn * (ix)a.is%u[1];\n", k, k, k);
         for (uint32_t k = 0; k < s->n_outputs; k++)
             P("    const ix oo%u = m * (ix)a.os%u[0] + nn * (ix)a.os%u[1];\n", k, k, k);
@@ -1438,9 +1438,10 @@ static kiln_status check_segment(const kiln_ir_segment *s)
     if (s == NULL || s->nodes == NULL || s->n_nodes == 0 || s->outputs == NULL ||
         s->n_outputs == 0)
         return kiln__err(KILN_ERR_INVALID_ARGUMENT, "cuda codegen: empty segment");
-    if (s->n_inputs + s->n_outputs > KILN_CUDA_MAX_VIEWS)
+    if (s->n_inputs > KILN_CUDA_MAX_VIEWS ||
+        s->n_outputs > KILN_CUDA_MAX_VIEWS - s->n_inputs)
         return kiln__err(KILN_ERR_UNSUPPORTED,
-                         "cuda codegen: %u inputs + %u outputs exceed %d views",
+                         "cuda codegen: %u inputs + %u outputs exceed %u views",
                          s->n_inputs, s->n_outputs, KILN_CUDA_MAX_VIEWS);
     for (uint32_t i = 0; i < s->n_nodes; i++) {
         const kiln_ir_node *x = &s->nodes[i];
@@ -1629,19 +1630,23 @@ kiln_status kiln__cuda_codegen(const kiln_ir_segment *seg,
             rank = seg->nodes[seg->outputs[k]].rank;
     in->rank = rank;
     g->R = in->R = rank > 0 ? rank : 1;
-    in->used_inputs = post_inputs(g) | pre_inputs(g);
-    in->pre_inputs = pre_inputs(g);
+    if (seg->n_inputs + seg->n_outputs > KILN_SEGMENT_MAX_VIEWS(rank)) {
+        st = kiln__err(KILN_ERR_UNSUPPORTED,
+                       "cuda codegen: %u inputs + %u outputs exceed the %u views "
+                       "of a rank-%d kernel (its parameters must fit in %d bytes)",
+                       seg->n_inputs, seg->n_outputs, KILN_SEGMENT_MAX_VIEWS(rank),
+                       rank, KILN_CUDA_PARAM_BYTES);
+        goto done;
+    }
+    mark_inputs(g);
 
-    int all_align = 1, all_contig = 1;
+    int all_align = 1;
     for (uint32_t k = 0; k < seg->n_inputs; k++)
-        if (in->used_inputs >> k & 1u) {
+        if (in_has(g, k, KILN_CUDA_V_USED))
             all_align &= (trait_in(g, k) & KILN_TRAIT_ALIGN16) != 0;
-            all_contig &= (trait_in(g, k) & KILN_TRAIT_CONTIG) != 0;
-        }
     int out_align = 1;
     for (uint32_t k = 0; k < seg->n_outputs; k++)
         out_align &= (trait_out(g, k) & KILN_TRAIT_ALIGN16) != 0;
-    (void)all_contig;
 
     P("// kiln generated kernel: segment kind %u, codegen %d\n%s",
       seg->kind, KILN_CUDA_CODEGEN_VERSION, kiln_cuda_preamble);
@@ -1649,15 +1654,15 @@ kiln_status kiln__cuda_codegen(const kiln_ir_segment *seg,
     if (seg->kind == KILN_SEGK_POINTWISE) {
         in->kind = KILN_CK_POINTWISE;
         if (pass_on(g, SP_INDEX)) {
-            for (uint32_t k = 0; k < seg->n_inputs && k < 16; k++)
+            for (uint32_t k = 0; k < seg->n_inputs; k++)
                 if (trait_in(g, k) & KILN_TRAIT_CONTIG)
-                    in->flat_views |= 1u << k;
-            for (uint32_t k = 0; k < seg->n_outputs && k < 16; k++)
+                    in->view[k] |= KILN_CUDA_V_FLAT;
+            for (uint32_t k = 0; k < seg->n_outputs; k++)
                 if (trait_out(g, k) & KILN_TRAIT_CONTIG)
-                    in->flat_views |= 1u << (16 + k);
+                    in->view[seg->n_inputs + k] |= KILN_CUDA_V_FLAT;
         }
         if (all_align && out_align) {
-            int m = min_view_size(g, in->used_inputs);
+            int m = min_view_size(g, KILN_CUDA_V_USED, 1);
             in->vec = 16 / m > 8 ? 8 : 16 / m;
         }
         emit_pointwise(g);
@@ -1681,19 +1686,15 @@ kiln_status kiln__cuda_codegen(const kiln_ir_segment *seg,
         in->acc_bytes = acc_size(sp->op, opdt);
         int inner = (in->red_axes >> (rank - 1)) & 1u;
         in->kind = inner ? KILN_CK_REDUCE_INNER : KILN_CK_REDUCE_OUTER;
-        int pre_align = 1;
+        int pre_align = 1, any_pre = 0;
         for (uint32_t k = 0; k < seg->n_inputs; k++)
-            if (in->pre_inputs >> k & 1u)
+            if (in_has(g, k, KILN_CUDA_V_PRE)) {
                 pre_align &= (trait_in(g, k) & KILN_TRAIT_ALIGN16) != 0;
-        if (pre_align && in->pre_inputs != 0 &&
+                any_pre = 1;
+            }
+        if (pre_align && any_pre &&
             (!inner || in->red_axes == (1u << (rank - 1)))) {
-            int m = 8;
-            for (uint32_t k = 0; k < seg->n_inputs; k++)
-                if (in->pre_inputs >> k & 1u) {
-                    int sz = (int)kiln_dtype_size((kiln_dtype)g->in_dtype[k]);
-                    if (sz < m) m = sz;
-                }
-            int v = 16 / m;
+            int v = 16 / min_view_size(g, KILN_CUDA_V_PRE, 0);
             in->vec = inner ? (v > 8 ? 8 : v) : (v > 4 ? 4 : v);
         }
         emit_reduction(g, acc);

@@ -49,8 +49,24 @@ enum {
 #define KILN_CUDA_ARG_WORDS(R, nin, nout)                                      \
     ((size_t)(R) + ((size_t)(nin) + (size_t)(nout)) * (1 + (size_t)(R)) +       \
      KILN_CUDA_TAIL_WORDS)
-/* Most views one kernel accepts (the parameter block stays < 4 KiB). */
-#define KILN_CUDA_MAX_VIEWS 48
+/* The parameter block is at most 4096 bytes (the kernel-parameter limit
+** every CUDA version and architecture accepts), so a kernel over a domain
+** of rank r takes at most KILN_SEGMENT_MAX_VIEWS(r) views (backend.h):
+** the planner never makes a larger segment, and codegen rejects one
+** (KILN_ERR_UNSUPPORTED).  KILN_CUDA_MAX_VIEWS is the largest of these
+** (rank <= 1), the size of the per-view arrays. */
+#define KILN_CUDA_PARAM_BYTES 4096
+#define KILN_CUDA_MAX_VIEWS KILN_SEGMENT_MAX_VIEWS(1)
+
+/* Per-view flags (kiln_cuda_kinfo.view[]): inputs at 0..n_inputs-1, then
+** outputs at n_inputs..n_inputs+n_outputs-1.  One byte per view, so no
+** view count ever aliases another view's flag. */
+#define KILN_CUDA_V_PRE 1u   /* input read over D by kiln_pre (reductions) */
+#define KILN_CUDA_V_POST 2u  /* input read by kiln_post (all kinds) */
+#define KILN_CUDA_V_FLAT 4u  /* pointwise: indexed by the linear index
+                                (CONTIG trait + index pass); the host
+                                checks the view really is dense */
+#define KILN_CUDA_V_USED (KILN_CUDA_V_PRE | KILN_CUDA_V_POST)
 
 /* Kernel entry names in every module. */
 #define KILN_CUDA_ENTRY_MAIN "kiln_main"
@@ -65,10 +81,7 @@ typedef struct kiln_cuda_kinfo {
     uint32_t n_inputs, n_outputs;
     uint32_t red_axes;     /* reductions: the reduced axes of D */
     int vec;               /* elements per vector in the vector path; 0 none */
-    uint32_t flat_views;   /* pointwise: bit v set: view v indexed by the
-                              linear index (CONTIG trait + index pass) */
-    uint32_t used_inputs;  /* bit k: input k is read (main phase or post) */
-    uint32_t pre_inputs;   /* reductions: inputs read over D */
+    uint8_t view[KILN_CUDA_MAX_VIEWS]; /* KILN_CUDA_V_* per view (above) */
     size_t acc_bytes;      /* reductions: bytes of one partial */
     int mm_a, mm_b;        /* matmul: operand input indices */
     int mm_dtype;          /* matmul operand dtype */
@@ -80,8 +93,19 @@ typedef struct kiln_cuda_kinfo {
 /* Generate the CUDA source for `seg` under `ko`.  On success *source is a
 ** NUL-terminated string owned by the caller (kiln__free) and *info is
 ** filled.  On failure returns KILN_ERR_UNSUPPORTED (a segment shape this
-** generator does not handle), KILN_ERR_INVALID_ARGUMENT (a malformed
+** generator does not handle, or more views than KILN_SEGMENT_MAX_VIEWS of
+** its rank), KILN_ERR_INVALID_ARGUMENT (a malformed
 ** segment) or KILN_ERR_NO_MEMORY, with a message; outputs untouched. */
+/* Flags of input k / output k of a generated kernel. */
+static inline unsigned kiln__cuda_in_flags(const kiln_cuda_kinfo *in, uint32_t k)
+{
+    return in->view[k];
+}
+static inline unsigned kiln__cuda_out_flags(const kiln_cuda_kinfo *in, uint32_t k)
+{
+    return in->view[in->n_inputs + k];
+}
+
 kiln_status kiln__cuda_codegen(const kiln_ir_segment *seg,
                                const kiln_kernel_options *ko, char **source,
                                kiln_cuda_kinfo *info);

@@ -28,12 +28,13 @@
 
 /* ------------------------------------------------------- segment builder */
 
+/* Room for the largest segments the planner hands out (many views). */
 typedef struct tseg {
-    kiln_ir_node n[32];
+    kiln_ir_node n[600];
     uint32_t nn;
-    int32_t outs[4];
+    int32_t outs[256];
     uint32_t nout, nin;
-    uint32_t itr[8], otr[4];
+    uint32_t itr[256], otr[256];
     kiln_ir_segment s;
 } tseg;
 
@@ -45,6 +46,7 @@ static void ts_init(tseg *t, uint32_t kind)
 }
 static int32_t ts_node(tseg *t, int op, int dt, int rank, int a, int b, int c)
 {
+    ck_assert_uint_lt(t->nn, sizeof t->n / sizeof t->n[0]);
     kiln_ir_node *x = &t->n[t->nn];
     memset(x, 0, sizeof *x);
     x->op = (uint16_t)op;
@@ -59,6 +61,7 @@ static int32_t ts_node(tseg *t, int op, int dt, int rank, int a, int b, int c)
 static int32_t ts_in(tseg *t, int dt, int rank, uint32_t traits)
 {
     int32_t i = ts_node(t, KILN_OP_INPUT, dt, rank, -1, -1, -1);
+    ck_assert_uint_lt(t->nin, sizeof t->itr / sizeof t->itr[0]);
     t->n[i].io = (int32_t)t->nin;
     t->itr[t->nin++] = traits;
     return i;
@@ -79,6 +82,7 @@ static int32_t ts_reduce(tseg *t, int op, int dt, int rank, int a, uint32_t axes
 }
 static void ts_out(tseg *t, int32_t v, uint32_t traits)
 {
+    ck_assert_uint_lt(t->nout, sizeof t->outs / sizeof t->outs[0]);
     t->otr[t->nout] = traits;
     t->outs[t->nout++] = v;
 }
@@ -708,7 +712,7 @@ START_TEST(traits_and_index_width)
     ck_assert_ptr_nonnull(strstr(body(s), "KVec<float, 4>"));      /* 16-byte vectors */
     ck_assert_ptr_nonnull(strstr(body(s), "const ix oi0 = i;"));   /* flat: CONTIG + index */
     ck_assert_int_eq(info.vec, 4);
-    ck_assert_uint_eq(info.flat_views & 1u, 1u);
+    ck_assert_uint_eq(kiln__cuda_in_flags(&info, 0) & KILN_CUDA_V_FLAT, KILN_CUDA_V_FLAT);
     kiln__free(s);
     t.s.index64 = 1;
     s = gen(&t.s, &ko, &info);
@@ -820,6 +824,210 @@ START_TEST(simplify_passes_and_switches)
     s = gen(&t.s, &ko, NULL);
     ck_assert_ptr_nonnull(strstr(body(s), "kmul(v0, __uint_as_float(0x3f800000u))"));
     kiln__free(s);
+}
+END_TEST
+
+/* ------------------------------------------------------- many views */
+
+/* Segments with many inputs/outputs (issue 11: a flag word packed inputs
+** into bits 0-15 and outputs into 16-31, so input 16 read output 0's
+** CONTIG bit, and `1u << io` was undefined for io >= 32). */
+
+/* Input k of a many-view test segment is dense (CONTIG) or a strided /
+** broadcast view (ALIGN16 only), alternating; rot shifts the pattern so
+** every position is tested both ways. */
+static uint32_t many_trait(uint32_t k, int rot)
+{
+    return ((k + (uint32_t)rot) % 2u == 0) ? AC : KILN_TRAIT_ALIGN16;
+}
+
+static int has(const char *src, const char *fmt, uint32_t k)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, fmt, k, k, k);
+    return strstr(src, pat) != NULL;
+}
+
+/* Pointwise: out0 = x0 + x1 + ... (and with nout > 1, out j = x_j * x_j').
+** Each input must be indexed by the linear index exactly when it is
+** CONTIG, and by its strides otherwise; the same for each output. */
+static void check_pointwise_views(uint32_t nin, uint32_t nout, int rot, char **keep)
+{
+    static tseg b;
+    ts_init(&b, KILN_SEGK_POINTWISE);
+    int32_t acc = -1;
+    int32_t in[256];
+    for (uint32_t k = 0; k < nin; k++) {
+        in[k] = ts_in(&b, KILN_F32, 2, many_trait(k, rot));
+        acc = k == 0 ? in[0] : ts_node(&b, KILN_OP_ADD, KILN_F32, 2, acc, in[k], -1);
+    }
+    ts_out(&b, acc, AC);
+    for (uint32_t j = 1; j < nout; j++)
+        ts_out(&b, ts_node(&b, KILN_OP_MUL, KILN_F32, 2, in[j % nin], in[(j * 7) % nin], -1),
+               many_trait(j, rot + 1));
+    kiln_kernel_options ko = ko_default();
+    kiln_cuda_kinfo info;
+    char *src = gen(ts_done(&b), &ko, &info);
+    const char *body_text = body(src);
+    ck_assert_uint_eq(info.n_inputs, nin);
+    for (uint32_t k = 0; k < nin; k++) {
+        int flat = many_trait(k, rot) == AC;
+        ck_assert_msg(has(body_text, "const ix oi%u = i;", k) == flat,
+                      "%u inputs, rot %d: input %u %s be indexed by the linear index", nin,
+                      rot, k, flat ? "must" : "must not");
+        ck_assert_msg(has(body_text, "oi%u += c * (ix)a.is%u[d];", k) == !flat,
+                      "%u inputs, rot %d: input %u %s use its strides", nin, rot, k,
+                      flat ? "must not" : "must");
+        ck_assert_msg(has(body_text, "kld(a.in%u + oi%u)", k), "input %u is never loaded", k);
+    }
+    for (uint32_t j = 0; j < nout; j++) {
+        int flat = j == 0 || many_trait(j, rot + 1) == AC;
+        ck_assert_msg(has(body_text, "const ix oo%u = i;", j) == flat,
+                      "%u outputs, rot %d: output %u flat = %d expected", nout, rot, j, flat);
+        ck_assert_msg(has(body_text, "oo%u += c * (ix)a.os%u[d];", j) == !flat,
+                      "%u outputs, rot %d: output %u strided = %d expected", nout, rot, j, !flat);
+    }
+    if (keep != NULL)
+        *keep = src;
+    else
+        kiln__free(src);
+}
+
+/* Reduction over axis `red` of [?, ?]: inputs 0..npre-1 feed the REDUCE
+** (read over D), the rest are added after it (read in the keepdim
+** domain).  Every pre input must get a base offset bi<k> over the kept
+** axis and be read at bi<k> + j * stride; every post input an offset
+** oi<k> in kiln_finalize and nothing else. */
+static void check_reduction_views(uint32_t nin, uint32_t npre, uint32_t red, int rot,
+                                  char **keep)
+{
+    static tseg b;
+    ts_init(&b, KILN_SEGK_REDUCTION);
+    int32_t acc = -1;
+    for (uint32_t k = 0; k < npre; k++) {
+        int32_t x = ts_in(&b, KILN_F32, 2, many_trait(k, rot));
+        acc = k == 0 ? x : ts_node(&b, KILN_OP_ADD, KILN_F32, 2, acc, x, -1);
+    }
+    int32_t r = ts_reduce(&b, KILN_OP_RMAX, KILN_F32, 2, acc, red);
+    acc = r;
+    for (uint32_t k = npre; k < nin; k++) {
+        int32_t x = ts_in(&b, KILN_F32, 2, many_trait(k, rot));
+        b.n[x].bcast = red;
+        acc = ts_node(&b, KILN_OP_ADD, KILN_F32, 2, acc, x, -1);
+        b.n[acc].bcast = red;
+    }
+    ts_out(&b, acc, AC);
+    ts_out(&b, r, KILN_TRAIT_ALIGN16);
+    kiln_kernel_options ko = ko_default();
+    kiln_cuda_kinfo info;
+    char *src = gen(ts_done(&b), &ko, &info);
+    const char *t = body(src);
+    uint32_t kept = red == 2u ? 0u : 1u;
+    for (uint32_t k = 0; k < nin; k++) {
+        char base[96], fin[96];
+        snprintf(base, sizeof base, "bi%u += c%u * (ix)a.is%u[%u];", k, kept, k, kept);
+        snprintf(fin, sizeof fin, "oi%u += c%u * (ix)a.is%u[%u];", k, kept, k, kept);
+        int pre = k < npre;
+        ck_assert_msg((strstr(t, base) != NULL) == pre,
+                      "%u inputs (%u before the reduction), axis mask %u: input %u %s a "
+                      "base offset over the kept axis", nin, npre, red, k,
+                      pre ? "needs" : "must not have");
+        ck_assert_msg((strstr(t, fin) != NULL) == !pre,
+                      "%u inputs (%u before the reduction), axis mask %u: input %u %s an "
+                      "offset in kiln_finalize", nin, npre, red, k,
+                      pre ? "must not have" : "needs");
+        ck_assert_msg(has(t, "kld(a.in%u + oi%u)", k), "input %u is never loaded", k);
+    }
+    if (keep != NULL)
+        *keep = src;
+    else
+        kiln__free(src);
+}
+
+/* out = x0 + ... + x(nin-1) over rank `rank`, every input strided. */
+static const kiln_ir_segment *chain_segment(tseg *b, int rank, uint32_t nin)
+{
+    ts_init(b, KILN_SEGK_POINTWISE);
+    int32_t acc = -1;
+    for (uint32_t k = 0; k < nin; k++) {
+        int32_t x = ts_in(b, KILN_F32, rank, KILN_TRAIT_ALIGN16);
+        acc = k == 0 ? x : ts_node(b, KILN_OP_ADD, KILN_F32, rank, acc, x, -1);
+    }
+    ts_out(b, acc, AC);
+    return ts_done(b);
+}
+
+START_TEST(codegen_many_views_index_each_input)
+{
+    /* 17 inputs (one past the old 16-bit half), 33 (one past 32), 71 (the
+    ** positions 0..70); each with both trait patterns */
+    static const uint32_t counts[] = {2, 17, 33, 71};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+        for (int rot = 0; rot < 2; rot++) {
+            check_pointwise_views(counts[c], 1, rot, NULL);
+            check_reduction_views(counts[c], counts[c] / 2, 2u, rot, NULL);
+            check_reduction_views(counts[c], counts[c] / 2 + 1, 1u, rot, NULL);
+        }
+    /* many outputs as well: 40 inputs, 40 outputs */
+    check_pointwise_views(40, 40, 0, NULL);
+    check_pointwise_views(40, 40, 1, NULL);
+    /* the documented maximum per rank: accepted at it, rejected past it */
+    static tseg b;
+    kiln_kernel_options ko = ko_default();
+    for (int rank = 0; rank <= KILN_MAX_RANK; rank++) {
+        uint32_t most = KILN_SEGMENT_MAX_VIEWS(rank);
+        ck_assert_uint_le(KILN_CUDA_ARG_WORDS(rank > 0 ? rank : 1, most, 0) * 8,
+                          KILN_CUDA_PARAM_BYTES);
+        ck_assert_uint_gt(KILN_CUDA_ARG_WORDS(rank > 0 ? rank : 1, most + 1, 0) * 8,
+                          KILN_CUDA_PARAM_BYTES);
+        char *src = NULL;
+        kiln_cuda_kinfo info;
+        ck_assert_msg(kiln__cuda_codegen(chain_segment(&b, rank, most - 1), &ko, &src, &info) ==
+                          KILN_OK, "rank %d, %u views: %s", rank, most, kiln_last_error());
+        kiln__free(src);
+        src = NULL;
+        ck_assert_int_eq(kiln__cuda_codegen(chain_segment(&b, rank, most), &ko, &src, &info),
+                         KILN_ERR_UNSUPPORTED);
+        ck_assert_ptr_null(src);
+        ck_assert_ptr_nonnull(strstr(kiln_last_error(), "views"));
+    }
+}
+END_TEST
+
+/* The many-view kernels and the largest kernel of each rank compile. */
+START_TEST(nvrtc_many_views)
+{
+    kiln_cuda_api api;
+    if (!nvrtc_api(&api))
+        return;
+    kiln_buf b = {0};
+    char *src = NULL;
+    int n = 0;
+    check_pointwise_views(71, 1, 1, &src);
+    batch_add(&b, src, n++);
+    kiln__free(src);
+    check_pointwise_views(40, 40, 0, &src);
+    batch_add(&b, src, n++);
+    kiln__free(src);
+    check_reduction_views(71, 35, 2u, 1, &src);
+    batch_add(&b, src, n++);
+    kiln__free(src);
+    check_reduction_views(71, 36, 1u, 0, &src);
+    batch_add(&b, src, n++);
+    kiln__free(src);
+    static tseg big;
+    kiln_kernel_options ko = ko_default();
+    for (int rank = 0; rank <= KILN_MAX_RANK; rank += full_sweep() ? 1 : 4) {
+        src = gen(chain_segment(&big, rank, KILN_SEGMENT_MAX_VIEWS(rank) - 1), &ko, NULL);
+        batch_add(&b, src, n++);
+        kiln__free(src);
+    }
+    ck_assert(!b.failed);
+    batch_compile(&api, b.data, &ko, "sm_90");
+    if (full_sweep())
+        batch_compile(&api, b.data, &ko, "sm_80");
+    kiln__buf_free(&b);
+    kiln__cuda_unload(&api);
 }
 END_TEST
 
@@ -1325,6 +1533,7 @@ Suite *cuda_suite(void)
     tcase_add_test(tc, codegen_rejects_bad_segments);
     tcase_add_test(tc, traits_and_index_width);
     tcase_add_test(tc, simplify_passes_and_switches);
+    tcase_add_test(tc, codegen_many_views_index_each_input);
     tcase_add_test(tc, nvrtc_backend_compiles_and_runs_on_ref);
     tcase_add_test(tc, nvrtc_check_cache);
     suite_add_tcase(s, tc);
@@ -1333,6 +1542,7 @@ Suite *cuda_suite(void)
     tcase_add_test(nv, nvrtc_all_ops_default);
     tcase_add_test(nv, nvrtc_all_ops_fast_nofma_strided64);
     tcase_add_test(nv, nvrtc_option_sets);
+    tcase_add_test(nv, nvrtc_many_views);
     tcase_add_test(nv, gpu_generated_kernels_match_ref);
     tcase_add_test(nv, gpu_local_bytes);
     tcase_add_test(nv, differential_harness_on_host);
