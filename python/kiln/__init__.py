@@ -446,7 +446,7 @@ class Context:
                 like = (_arrays.from_numpy(first, "input 0", False)
                         if numpy_first else views[0])  # views[0]: input 0
                 arrays[n_in + j] = _arrays.allocate(
-                    first, like, views, _arrays.DTYPE[spec.dtype], shape)
+                    first, like, arrays[:n_in], _arrays.DTYPE[spec.dtype], shape)
 
 
 _ndarray = type(None) if _arrays._np is None else _arrays._np.ndarray

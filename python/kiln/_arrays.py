@@ -265,10 +265,13 @@ def describe(x, what, stream, device, writable=False):
 
 # ------------------------------------------------------------ allocation
 
-def _bf16_numpy(views):
-    for v in views:
-        if v.np_dtype is not None and v.dtype == DTYPE["bf16"]:
-            return v.np_dtype
+def _bf16_numpy(inputs):
+    """The NumPy dtype for a bf16 output: that of the first bf16 NumPy
+    input (ml_dtypes.bfloat16 or raw 2-byte patterns, as the caller chose),
+    else ml_dtypes.bfloat16 when it is installed, else raw patterns."""
+    for a in inputs:
+        if isinstance(a, _np.ndarray) and NP_CODES.get(a.dtype) == DTYPE["bf16"]:
+            return a.dtype
     try:
         import ml_dtypes
         return _np.dtype(ml_dtypes.bfloat16)
@@ -280,12 +283,13 @@ _NP_NAMES = {"bool": "bool", "i32": "int32", "i64": "int64", "f16": "float16",
              "f32": "float32", "f64": "float64"}
 
 
-def allocate(first, like, views, code, shape):
+def allocate(first, like, inputs, code, shape):
     """A new array of dtype `code` and `shape`, made by the library of the
-    first input `first` (whose View is `like`)."""
+    first input `first` (whose View is `like`); `inputs` are the caller's
+    input arrays."""
     name = DTYPE_NAMES[code]
     if like.lib == "numpy":
-        dt = _bf16_numpy(views) if name == "bf16" else _np.dtype(_NP_NAMES[name])
+        dt = _bf16_numpy(inputs) if name == "bf16" else _np.dtype(_NP_NAMES[name])
         return _np.empty(shape, dtype=dt)
     if like.lib == "torch":
         import torch

@@ -128,23 +128,28 @@ def cupy_in_out_zero_copy():
     return "pointers match: %#x" % a.data.ptr
 
 
-def side_stream_producer(a, value):
-    """On a new torch side stream: sleep ~0.1 s on the GPU, then write
-    `value` into a.  Returns the stream."""
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        torch.cuda._sleep(int(2e8))
-        a.fill_(value)
-    return s
+def produce_on(p, a, value):
+    """On torch stream p (the producer's current stream while it runs):
+    sleep ~0.1 s on the GPU, then write `value` into a."""
+    torch.cuda._sleep(int(2e8))
+    a.fill_(value)
 
 
 @check
 def dlpack_stream_protocol_orders_a_side_stream_producer():
+    # The DLPack protocol orders the PRODUCER's current stream before the
+    # consumer's: torch's __dlpack__(stream=c) makes c wait for torch's
+    # current stream.  So the producer writes `a` on its current stream p,
+    # and Kiln consumes on another stream c, named explicitly.
     a = torch.zeros(1024, 1024, device="cuda")
     b = torch.ones(1024, 1024, device="cuda")
+    p = torch.cuda.Stream()
+    c = torch.cuda.Stream()
     torch.cuda.synchronize()
-    side_stream_producer(a, 3.0)
-    y, = CTX.execute(ADD, [a, b])  # torch's current stream: the default one
+    with torch.cuda.stream(p):
+        produce_on(p, a, 3.0)
+        y = torch.empty_like(b)
+        CTX.execute(ADD, [a, b], outputs=[y], stream=c)
     torch.cuda.synchronize()
     assert bool((y == 4.0).all()), "raced: %s" % y.unique()
 
@@ -160,9 +165,10 @@ def dlpack_stream_protocol_orders_a_side_stream_producer():
             return self.t.__dlpack__(stream=-1)  # -1: "do not synchronize"
     a.zero_()
     torch.cuda.synchronize()
-    side_stream_producer(a, 3.0)
-    z = torch.empty_like(b)
-    CTX.execute(ADD, [NoSync(a), b], outputs=[z])
+    with torch.cuda.stream(p):
+        produce_on(p, a, 3.0)
+        z = torch.empty_like(b)
+        CTX.execute(ADD, [NoSync(a), b], outputs=[z], stream=c)
     torch.cuda.synchronize()
     raced = not bool((z == 4.0).all())
     return ("control without the protocol: %s" %
@@ -205,7 +211,9 @@ def cuda_array_interface_stream_is_waited_for():
     b = cupy.ones((512, 512), cupy.float32)
     cupy.cuda.Device().synchronize()
     ta = torch.as_tensor(a, device="cuda")  # the same memory
-    s = side_stream_producer(ta, 5.0)
+    s = torch.cuda.Stream()  # the CAI "stream" key names where it was written
+    with torch.cuda.stream(s):
+        produce_on(s, ta, 5.0)
     out = cupy.empty((512, 512), cupy.float32)
     CTX.execute(ADD, [CaiOnly(a, s.cuda_stream), CaiOnly(b, None)],
                 outputs=[CaiOnly(out, None)])
