@@ -21,17 +21,16 @@
 
 static _Thread_local kiln_backend desc;
 
+/* "mutant_NAME;" then ref's identity, in place. */
 static kiln_status mutant_identity(void *state, const kiln_kernel_options *ko,
                                    char *buf, size_t cap)
 {
-    char inner[400];
-    kiln_status s = kiln__backend_ref()->identity(state, ko, inner, sizeof inner);
-    if (s != KILN_OK)
-        return s;
     if (buf == NULL || cap == 0)
         return KILN_ERR_INVALID_ARGUMENT;
-    int n = snprintf(buf, cap, "mutant_%s;%s", KILN_MUTANT_NAME, inner);
-    return n < 0 || (size_t)n >= cap ? KILN_ERR_LIMIT : KILN_OK;
+    int n = snprintf(buf, cap, "mutant_%s;", KILN_MUTANT_NAME);
+    if (n < 0 || (size_t)n >= cap)
+        return KILN_ERR_LIMIT;
+    return kiln__backend_ref()->identity(state, ko, buf + n, cap - (size_t)n);
 }
 
 /* Entry point.  The host passes its KILN_BACKEND_ABI_VERSION and checks the
