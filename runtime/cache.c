@@ -430,17 +430,8 @@ kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
                              kiln__kernel **out, int *hit)
 {
     kiln__caches *c = &ctx->caches;
-#ifdef KILN_MUTANT_IGNORE_KERNEL_OPTIONS
-    /* nvFuser's flaw: the key ignores the options (and so the contraction
-    ** decision of the first compile sticks). */
-    const kiln__segir *kir = &s->ir[0];
-    const kiln__variant *kv = NULL;
-    uint64_t h = kir->blob_hash;
-#else
     const kiln__segir *kir = &s->ir[v->ko.contract && s->contracts ? 1 : 0];
-    const kiln__variant *kv = v;
     uint64_t h = kir->blob_hash ^ (v->hash * 0x9e3779b97f4a7c15ULL);
-#endif
     char err[1024];
     err[0] = '\0';
     kiln__kernel *k;
@@ -448,7 +439,7 @@ kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
     if (!nocache) {
         for (k = c->kern_buckets[h & (c->kern_nb - 1)]; k != NULL;
              k = k->chain) {
-            if (k->hash == h && k->var == kv && k->blob_len == kir->blob_len &&
+            if (k->hash == h && k->var == v && k->blob_len == kir->blob_len &&
                 memcmp(k->blob, kir->blob, kir->blob_len) == 0)
                 break;
         }
@@ -486,7 +477,7 @@ kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
     k->hash = h;
     k->blob = blob;
     k->blob_len = kir->blob_len;
-    k->var = kv;
+    k->var = v;
     k->state = 0;
     kiln__kernel *evict = NULL;
     if (!nocache) {

@@ -140,7 +140,7 @@ struct kiln__kernel {
     uint64_t hash;             /* kernel id */
     uint8_t *blob;             /* serialized segment IR (owned) */
     size_t blob_len;
-    const kiln__variant *var;  /* NULL under the kernel-options mutant */
+    const kiln__variant *var;  /* the options it was compiled under */
     int state;                 /* 0 pending, 1 ready, 2 failed */
     kiln_status status;        /* failed: the compile status */
     char *error;               /* failed: message */

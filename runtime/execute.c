@@ -896,7 +896,6 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
     eo = ctx->env;
     pthread_mutex_unlock(&ctx->env_mu);
     kiln_status st;
-#ifndef KILN_MUTANT_DROP_EXEC_OPTIONS
     for (size_t i = 0; opts != NULL && i < opts->n_enable; i++) {
         if (opts->enable[i] == NULL)
             return kiln__err(KILN_ERR_INVALID_ARGUMENT,
@@ -913,12 +912,6 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
                                            opts->disable[i], i)) != KILN_OK)
             return st;
     }
-#endif
-#ifdef KILN_MUTANT_LEAK_EXEC_OPTIONS
-    pthread_mutex_lock(&ctx->env_mu); /* the flaw: items persist */
-    ctx->env = eo;
-    pthread_mutex_unlock(&ctx->env_mu);
-#endif
     atomic_fetch_add(&ctx->executes, 1);
     FILE *dump = ctx->dump;
     if (kiln__opt_on(&eo, KOPT_DUMP_OPTIONS)) {

@@ -4,21 +4,21 @@
 #
 #  (a) the real backends usable here (ref always; cuda/nvrtc when usable)
 #      must pass the whole suite;
-#  (b) every backend mutant BUILD/mutants/NAME.so (conformance/mutants/*.c,
-#      one deliberate defect each) must FAIL at least one test in the
-#      category its defect belongs to;
-#  (c) every runtime mutant (the runtime built with -DKILN_MUTANT_X) must
-#      fail at least one test in its category too.
+#  (b) every mutant conformance/mutants/NAME.patch (one deliberate defect
+#      each; conformance/mutants/README.md) must FAIL at least one test in
+#      one of the categories its header names ("Catches:").  `make
+#      mutants-build` has built it (scripts/build_mutant.sh): "Kind:
+#      backend" is the plugin BUILD/mutants/NAME.so, run by BUILD/kiln;
+#      "Kind: runtime" is the tool BUILD/mutants/NAME/kiln, run on ref.
 # Mutants run only the categories that should catch them, to stay fast.
-# Prints a table and exits 1 unless every mutant is caught and the real
-# backends pass.
+# Prints a table, with the categories that caught each mutant, and exits 1
+# unless every mutant is built and caught and the real backends pass.
 # Category lists travel as space-separated words and are split on purpose.
 # shellcheck disable=SC2086
 set -u
 BUILD=${1:-build}
 KILN="$BUILD/kiln"
 VECTORS=${KILN_VECTORS:-conformance/vectors}
-JOBS=${JOBS:-2}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/kiln-mutants.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
@@ -27,24 +27,13 @@ if [ ! -x "$KILN" ]; then
     exit 1
 fi
 
-# name | expected categories (|-separated; the first failure in any counts)
-BACKEND_MUTANTS="
-contract_always|cache.isolation|numerics
-max_drops_nan|numerics
-naive_f32_sum|numerics
-tail_unwritten|numerics
-"
-RUNTIME_MUTANTS="
-IGNORE_KERNEL_OPTIONS|cache.isolation
-DROP_EXEC_OPTIONS|options.precedence|cache.isolation
-LEAK_EXEC_OPTIONS|options.precedence
-"
+MUTANTS=${MUTANTS:-conformance/mutants}
 
 rows=()
 status=0
 
 row() { # subject expected failed verdict
-    rows+=("$(printf '%-36s %-34s %6s   %s' "$1" "$2" "$3" "$4")")
+    rows+=("$(printf '%-32s %-34s %6s   %s' "$1" "$2" "$3" "$4")")
 }
 
 # run_suite KILN BACKEND LOG [CATEGORY...]: runs the suite, leaves the TAP
@@ -60,14 +49,9 @@ run_suite() {
     echo $?
 }
 
-# failures LOG CATEGORY...: failed tests of LOG.tap in those categories.
+# failures LOG CATEGORY: failed tests of LOG.tap in that category.
 failures() {
-    local log=$1
-    shift
-    local pat
-    pat=$(printf '%s|' "$@")
-    pat=${pat%|}
-    grep -cE "^not ok [0-9]+ - ($pat)/" "$log.tap" 2>/dev/null || true
+    grep -cE "^not ok [0-9]+ - $2/" "$1.tap" 2>/dev/null || true
 }
 
 present_categories() {
@@ -128,7 +112,8 @@ for be in cuda nvrtc; do
     real_row "$be" "$what" "$log" "$rc"
 done
 
-# judge SUBJECT KILN BACKEND EXPECTED...: a mutant must fail in EXPECTED.
+# judge SUBJECT KILN BACKEND EXPECTED...: a mutant must fail in EXPECTED;
+# the row names the categories that caught it, with their failed tests.
 judge() {
     local subject=$1 kiln=$2 backend=$3
     shift 3
@@ -146,18 +131,21 @@ judge() {
     # the mutant crashes that process, the run is repeated in fork mode,
     # where a crash fails one test.
     local rc
-    # shellcheck disable=SC2086
     rc=$(CK_FORK=no run_suite "$kiln" "$backend" "$log" $cats)
     if [ "$rc" -gt 2 ] || [ ! -s "$log.tap" ]; then
         rm -f "$log.tap"
-        # shellcheck disable=SC2086
         run_suite "$kiln" "$backend" "$log" $cats >/dev/null
     fi
-    # shellcheck disable=SC2086
-    local n
-    n=$(failures "$log" $cats)
-    if [ "$n" -gt 0 ]; then
-        row "$subject" "${want// /|}" "$n" "caught"
+    local n total=0 by=""
+    for c in $cats; do
+        n=$(failures "$log" "$c")
+        if [ "$n" -gt 0 ]; then
+            total=$((total + n))
+            by="$by${by:+, }$c $n"
+        fi
+    done
+    if [ "$total" -gt 0 ]; then
+        row "$subject" "${want// /|}" "$total" "caught by $by"
     else
         row "$subject" "${want// /|}" "0" "NOT CAUGHT"
         status=1
@@ -165,63 +153,42 @@ judge() {
     fi
 }
 
-# ------------------------------------------------------ (b) backend mutants
-while IFS='|' read -r name cats; do
-    [ -n "$name" ] || continue
-    so="$BUILD/mutants/$name.so"
-    if [ ! -f "$so" ]; then
-        row "$name.so" "$cats" "-" "MISSING ($so not built)"
+# ----------------------------------------------------------- (b) mutants
+n_mutants=0
+for patch in "$MUTANTS"/*.patch; do
+    [ -f "$patch" ] || continue
+    n_mutants=$((n_mutants + 1))
+    if ! header=$(bash scripts/build_mutant.sh --header "$patch" 2>&1); then
+        row "$(basename "$patch")" "-" "-" "BAD HEADER: $header"
         status=1
         continue
     fi
-    judge "$name.so" "$KILN" "$so" ${cats//|/ }
-done <<<"$BACKEND_MUTANTS"
-# Mutants present but not in the list above: any failure catches them.
-for so in "$BUILD"/mutants/*.so; do
-    [ -f "$so" ] || continue
-    name=$(basename "$so" .so)
-    case "$BACKEND_MUTANTS" in *"$name|"*) continue ;; esac
-    judge "$name.so" "$KILN" "$so" $PRESENT
+    read -r name kind cats <<<"$header"
+    if [ "$kind" = backend ]; then
+        bin=$KILN backend=$BUILD/mutants/$name.so built=$BUILD/mutants/$name.so
+    else
+        bin=$BUILD/mutants/$name/kiln backend=ref built=$bin
+    fi
+    if [ ! -f "$built" ]; then
+        row "$name ($kind)" "$cats" "-" "NOT BUILT (its make mutants-build failed)"
+        status=1
+        continue
+    fi
+    judge "$name ($kind)" "$bin" "$backend" ${cats//|/ }
 done
-
-# ------------------------------------------------------ (c) runtime mutants
-# A mutant build starts from copies of BUILD's objects; only the objects of
-# sources that mention the mutant's macro are rebuilt with it.
-while IFS='|' read -r macro cats; do
-    [ -n "$macro" ] || continue
-    lower=$(echo "$macro" | tr '[:upper:]' '[:lower:]')
-    mb="$BUILD/mut-$lower"
-    srcs=$(grep -l "KILN_MUTANT_$macro" runtime/*.c runtime/backends/*.c 2>/dev/null)
-    if [ -z "$srcs" ]; then
-        row "KILN_MUTANT_$macro" "$cats" "-" "MISSING (no source uses it)"
-        status=1
-        continue
-    fi
-    mkdir -p "$mb"
-    if [ -d "$BUILD/obj" ] && [ ! -d "$mb/obj" ]; then
-        cp -pr "$BUILD/obj" "$mb/obj"
-    fi
-    for s in $srcs; do
-        rm -f "$mb/obj/${s%.c}.o"
-    done
-    if ! make -s -j"$JOBS" BUILD="$mb" EXTRA_CFLAGS="-DKILN_MUTANT_$macro" cli \
-        >"$TMP/build-$lower.log" 2>&1; then
-        row "KILN_MUTANT_$macro" "$cats" "-" "BUILD FAILED"
-        status=1
-        tail -n 20 "$TMP/build-$lower.log"
-        continue
-    fi
-    judge "KILN_MUTANT_$macro" "$mb/kiln" ref ${cats//|/ }
-done <<<"$RUNTIME_MUTANTS"
+if [ "$n_mutants" = 0 ]; then
+    row "(no mutants)" "-" "-" "FAIL: no $MUTANTS/*.patch"
+    status=1
+fi
 
 echo
-printf '%-36s %-34s %6s   %s\n' "mutant" "expected category" "failed" "verdict"
+printf '%-32s %-34s %6s   %s\n' "mutant" "expected category" "failed" "verdict"
 printf '%s\n' "--------------------------------------------------------------------------------------------"
 printf '%s\n' "${rows[@]}"
 echo
 if [ "$status" = 0 ]; then
     echo "mutants: every mutant caught; the real backends pass"
 else
-    echo "mutants: FAILED (a mutant survived, is missing, or a real backend failed)"
+    echo "mutants: FAILED (a mutant survived or was not built, or a real backend failed)"
 fi
 exit "$status"

@@ -59,28 +59,17 @@
 
 #include "internal.h"
 #include "numeric.h"
-#include "ref.h"
 
 #define BLK 1024 /* elements per block */
 
-/* ------------------------------------------------------------ variants */
+/* --------------------------------------------------------------- state */
 
-typedef struct ref_variant {
-    unsigned defects;
-    const char *name;
-} ref_variant;
-
-static const ref_variant variants[] = {
-    {0, "ref"},
-    {KILN_REF_DEFECT_CONTRACT_ALWAYS, "mutant_contract_always"},
-    {KILN_REF_DEFECT_MAX_DROPS_NAN, "mutant_max_drops_nan"},
-    {KILN_REF_DEFECT_NAIVE_F32_SUM, "mutant_naive_f32_sum"},
-    {KILN_REF_DEFECT_TAIL_UNWRITTEN, "mutant_tail_unwritten"},
-};
-#define N_VARIANTS (sizeof variants / sizeof variants[0])
-
+/* ref keeps nothing per open instance, but open() still allocates a state:
+** every instance then has its own non-NULL state pointer, which the runtime
+** compares to tell its reference path apart from the backend (cache.c,
+** execute.c). */
 typedef struct ref_state {
-    const ref_variant *v;
+    char unused;
 } ref_state;
 
 /* ---------------------------------------------------------------- plan */
@@ -121,7 +110,6 @@ typedef struct rgroup {
 
 typedef struct ref_kernel {
     uint32_t kind;
-    unsigned defects;
     uint32_t n_nodes, n_inputs, n_outputs;
     rnode *nodes;
     int32_t *outputs;
@@ -314,36 +302,6 @@ static kiln_status check_node(const kiln_ir_segment *seg, uint32_t i,
         return fail(err, cap, KILN_ERR_UNSUPPORTED,
                     "ref: node %u: matmul operands must be segment inputs", i);
     return KILN_OK;
-}
-
-/* contract_always defect: rewrite add(mul(a,b),c) / add(c,mul(a,b)) into
-** fma(a,b,c) by the planner's rule, whatever the options say. */
-static void contract_all(rnode *nodes, uint32_t n, const int32_t *outs,
-                         uint32_t n_outs, uint32_t *uses)
-{
-    memset(uses, 0, n * sizeof *uses);
-    for (uint32_t i = 0; i < n; i++)
-        for (int j = 0; j < arity_of(nodes[i].ir.op); j++)
-            uses[nodes[i].ir.args[j]]++;
-    for (uint32_t j = 0; j < n_outs; j++)
-        uses[outs[j]] += 2; /* an output mul is never contracted */
-    for (uint32_t i = 0; i < n; i++) {
-        kiln_ir_node *a = &nodes[i].ir;
-        if (a->op != KILN_OP_ADD || (a->dtype != KILN_F32 && a->dtype != KILN_F64))
-            continue;
-        for (int side = 0; side < 2; side++) {
-            int32_t m = a->args[side];
-            if (nodes[m].ir.op != KILN_OP_MUL || uses[m] != 1)
-                continue;
-            int32_t c = a->args[1 - side];
-            a->op = KILN_OP_FMA;
-            a->args[0] = nodes[m].ir.args[0];
-            a->args[1] = nodes[m].ir.args[1];
-            a->args[2] = c;
-            uses[m] = 0;
-            break;
-        }
-    }
 }
 
 static int popcount32(uint32_t x) { return __builtin_popcount(x); }
@@ -549,8 +507,7 @@ done:
 
 /* ------------------------------------------------------------- backend */
 
-static kiln_status ref_open_common(const ref_variant *v, int device,
-                                   void **state, char *err, size_t cap)
+static kiln_status ref_open(int device, void **state, char *err, size_t cap)
 {
     (void)device; /* host memory: every device ordinal is the host */
     if (state == NULL)
@@ -558,17 +515,12 @@ static kiln_status ref_open_common(const ref_variant *v, int device,
     ref_state *s = kiln__malloc(sizeof *s);
     if (s == NULL)
         return fail(err, cap, KILN_ERR_NO_MEMORY, "ref: out of memory");
-    s->v = v;
+    s->unused = 0;
     *state = s;
     return KILN_OK;
 }
 
 static void ref_close(void *state) { kiln__free(state); }
-
-static const ref_variant *state_variant(void *state)
-{
-    return state != NULL ? ((ref_state *)state)->v : &variants[0];
-}
 
 static int ko_contract(const kiln_kernel_options *ko)
 {
@@ -583,8 +535,8 @@ static kiln_status ref_identity(void *state, const kiln_kernel_options *ko,
 {
     if (buf == NULL || cap == 0)
         return KILN_ERR_INVALID_ARGUMENT;
-    int n = snprintf(buf, cap, "%s kiln-%s contract=%d",
-                     state_variant(state)->name, KILN_VERSION_STRING,
+    (void)state;
+    int n = snprintf(buf, cap, "ref kiln-%s contract=%d", KILN_VERSION_STRING,
                      ko_contract(ko));
     return n >= 0 && (size_t)n < cap ? KILN_OK : KILN_ERR_LIMIT;
 }
@@ -616,12 +568,11 @@ static kiln_status ref_compile(void *state, const kiln_ir_segment *seg,
             return fail(err, cap, KILN_ERR_INVALID_ARGUMENT,
                         "ref: output %u refers to node %d of %u", j,
                         (int)seg->outputs[j], seg->n_nodes);
-    const ref_variant *v = state_variant(state);
+    (void)state;
     ref_kernel *k = kiln__calloc(1, sizeof *k);
     if (k == NULL)
         return fail(err, cap, KILN_ERR_NO_MEMORY, "ref: out of memory compiling");
     k->kind = seg->kind;
-    k->defects = v->defects;
     k->n_nodes = seg->n_nodes;
     k->n_inputs = seg->n_inputs;
     k->n_outputs = seg->n_outputs;
@@ -634,16 +585,6 @@ static kiln_status ref_compile(void *state, const kiln_ir_segment *seg,
     for (uint32_t i = 0; i < seg->n_nodes; i++)
         k->nodes[i].ir = seg->nodes[i];
     memcpy(k->outputs, seg->outputs, seg->n_outputs * sizeof *k->outputs);
-    if (k->defects & KILN_REF_DEFECT_CONTRACT_ALWAYS) {
-        uint32_t *uses = kiln__calloc(seg->n_nodes, sizeof *uses);
-        if (uses == NULL) {
-            kernel_free(k);
-            return fail(err, cap, KILN_ERR_NO_MEMORY,
-                        "ref: out of memory compiling");
-        }
-        contract_all(k->nodes, k->n_nodes, k->outputs, k->n_outputs, uses);
-        kiln__free(uses);
-    }
     kiln_status s = build_plan(k, err, cap);
     if (s != KILN_OK) {
         kernel_free(k);
@@ -791,8 +732,7 @@ static void un_i64(int op, const int64_t *x, int64_t *y, int64_t n)
     }
 }
 
-/* Binary arithmetic.  NaN-propagating max/min (torch); the max_drops_nan
-** defect returns the other operand instead. */
+/* Binary arithmetic.  NaN-propagating max/min (torch). */
 #define BIN_FLOAT(T, POWF)                                                     \
     switch (op) {                                                              \
     case KILN_OP_ADD: LOOP(a[i] + b[i]); break;                                \
@@ -801,12 +741,8 @@ static void un_i64(int op, const int64_t *x, int64_t *y, int64_t n)
     case KILN_OP_DIV: LOOP(a[i] / b[i]); break;                                \
     case KILN_OP_POW: LOOP(POWF(a[i], b[i])); break;                           \
     case KILN_OP_MAXIMUM:                                                      \
-        if (drop_nan)                                                          \
-            LOOP(a[i] != a[i] ? b[i] : b[i] != b[i] ? a[i]                      \
-                 : a[i] > b[i] ? a[i] : b[i]);                                 \
-        else                                                                   \
-            LOOP(a[i] != a[i] ? a[i] : b[i] != b[i] ? b[i]                      \
-                 : a[i] > b[i] ? a[i] : b[i]);                                 \
+        LOOP(a[i] != a[i] ? a[i] : b[i] != b[i] ? b[i]                          \
+             : a[i] > b[i] ? a[i] : b[i]);                                     \
         break;                                                                 \
     case KILN_OP_MINIMUM:                                                      \
         LOOP(a[i] != a[i] ? a[i] : b[i] != b[i] ? b[i]                          \
@@ -819,13 +755,13 @@ static void un_i64(int op, const int64_t *x, int64_t *y, int64_t n)
 #define POW_F64(p, q) ((double)powl((ld)(p), (ld)(q)))
 
 static void bin_f32(int op, const float *a, const float *b, float *y,
-                    int64_t n, int drop_nan)
+                    int64_t n)
 {
     BIN_FLOAT(float, POW_F32)
 }
 
 static void bin_f64(int op, const double *a, const double *b, double *y,
-                    int64_t n, int drop_nan)
+                    int64_t n)
 {
     BIN_FLOAT(double, POW_F64)
 }
@@ -923,7 +859,6 @@ static void compute(const ref_kernel *k, const rnode *nd, void *const *slot,
     const void *B = nd->ir.args[1] >= 0 ? slot[nd->ir.args[1]] : NULL;
     const void *C = nd->ir.args[2] >= 0 ? slot[nd->ir.args[2]] : NULL;
     int adt = A != NULL ? k->nodes[nd->ir.args[0]].ir.dtype : nd->ir.dtype;
-    int drop = (k->defects & KILN_REF_DEFECT_MAX_DROPS_NAN) != 0;
     switch (op) {
     case KILN_OP_CAST:
         kiln__convert((kiln_dtype)nd->ir.dtype, Y, (kiln_dtype)adt, A,
@@ -982,8 +917,8 @@ static void compute(const ref_kernel *k, const rnode *nd, void *const *slot,
         }
     } else {
         switch (adt) {
-        case KILN_F32: bin_f32(op, A, B, Y, n, drop); break;
-        case KILN_F64: bin_f64(op, A, B, Y, n, drop); break;
+        case KILN_F32: bin_f32(op, A, B, Y, n); break;
+        case KILN_F64: bin_f64(op, A, B, Y, n); break;
         case KILN_I32: bin_i32(op, A, B, Y, n); break;
         case KILN_I64: bin_i64(op, A, B, Y, n); break;
         default: break;
@@ -1139,8 +1074,8 @@ static void acc_init(const rnode *nd, racc *r)
     }
 }
 
-static void accumulate(const rnode *nd, unsigned defects, racc *r,
-                       const void *X, const int64_t *o, int64_t n)
+static void accumulate(const rnode *nd, racc *r, const void *X,
+                       const int64_t *o, int64_t n)
 {
     int op = nd->ir.op, dt = nd->ir.dtype;
     if (dt == KILN_F32 || dt == KILN_F64) {
@@ -1149,10 +1084,7 @@ static void accumulate(const rnode *nd, unsigned defects, racc *r,
         const double *xd = X;
 #define XV(i) (dt == KILN_F32 ? (double)xf[i] : xd[i])
         if (op == KILN_OP_SUM) {
-            if (dt == KILN_F32 && (defects & KILN_REF_DEFECT_NAIVE_F32_SUM)) {
-                for (int64_t i = 0; i < n; i++)
-                    acc[o[i]] = (double)((float)acc[o[i]] + xf[i]);
-            } else if (dt == KILN_F32) {
+            if (dt == KILN_F32) {
                 for (int64_t i = 0; i < n; i++)
                     acc[o[i]] += (double)xf[i];
             } else {
@@ -1167,19 +1099,11 @@ static void accumulate(const rnode *nd, unsigned defects, racc *r,
                 }
             }
         } else if (op == KILN_OP_RMAX) {
-            if (defects & KILN_REF_DEFECT_MAX_DROPS_NAN) {
-                for (int64_t i = 0; i < n; i++) {
-                    double x = XV(i);
-                    if (x == x && (acc[o[i]] != acc[o[i]] || x > acc[o[i]]))
+            for (int64_t i = 0; i < n; i++) {
+                double x = XV(i);
+                if (x != x || x > acc[o[i]])
+                    if (acc[o[i]] == acc[o[i]]) /* NaN sticks */
                         acc[o[i]] = x;
-                }
-            } else {
-                for (int64_t i = 0; i < n; i++) {
-                    double x = XV(i);
-                    if (x != x || x > acc[o[i]])
-                        if (acc[o[i]] == acc[o[i]]) /* NaN sticks */
-                            acc[o[i]] = x;
-                }
             }
         } else {
             for (int64_t i = 0; i < n; i++) {
@@ -1551,21 +1475,16 @@ static void run_group(const ref_kernel *k, const rgroup *g,
                 node_dom(nd, L, &b);
                 dense_strides(&b, &d, vs, &contig);
                 walk(&d, c0, n, vs, s->offs);
-                accumulate(nd, k->defects, &s->acc[st->node],
-                           s->slot[nd->ir.args[0]], s->offs, n);
+                accumulate(nd, &s->acc[st->node], s->slot[nd->ir.args[0]],
+                           s->offs, n);
                 break;
             }
             case ST_STORE_OUT: {
                 const kiln_ir_tensor *v = &L->outputs[st->out];
-                int64_t m = n;
-                if (k->defects & KILN_REF_DEFECT_TAIL_UNWRITTEN) {
-                    int64_t lim = d.numel - d.numel % 4;
-                    m = start >= lim ? 0 : lim - start < n ? lim - start : n;
-                }
                 view_strides(&d, v->sizes, v->strides, vs, &contig);
                 if (!contig)
-                    walk(&d, c0, m, vs, s->offs);
-                scatter(v->data, s->slot[st->node], es, s->offs, m, contig,
+                    walk(&d, c0, n, vs, s->offs);
+                scatter(v->data, s->slot[st->node], es, s->offs, n, contig,
                         start);
                 break;
             }
@@ -1623,39 +1542,11 @@ static kiln_status ref_launch(void *state, void *handle, kiln_launch *L,
     return st;
 }
 
-/* ---------------------------------------------------------------- tables */
+/* ----------------------------------------------------------------- table */
 
-#define REF_OPEN(i)                                                            \
-    static kiln_status ref_open_##i(int device, void **state, char *err,       \
-                                    size_t cap)                                \
-    {                                                                          \
-        return ref_open_common(&variants[i], device, state, err, cap);         \
-    }
-REF_OPEN(0)
-REF_OPEN(1)
-REF_OPEN(2)
-REF_OPEN(3)
-REF_OPEN(4)
+static const kiln_backend ref_table = {
+    KILN_BACKEND_ABI_VERSION, sizeof(kiln_backend), "ref", KILN_MEM_HOST,
+    ref_open, ref_close, ref_identity, ref_compile, ref_release, ref_launch,
+    NULL, NULL, NULL, NULL, NULL};
 
-#define REF_TABLE(i, nm)                                                       \
-    {KILN_BACKEND_ABI_VERSION, sizeof(kiln_backend), nm, KILN_MEM_HOST,        \
-     ref_open_##i, ref_close, ref_identity, ref_compile, ref_release,          \
-     ref_launch, NULL, NULL, NULL, NULL, NULL}
-
-static const kiln_backend tables[] = {
-    REF_TABLE(0, "ref"),
-    REF_TABLE(1, "mutant_contract_always"),
-    REF_TABLE(2, "mutant_max_drops_nan"),
-    REF_TABLE(3, "mutant_naive_f32_sum"),
-    REF_TABLE(4, "mutant_tail_unwritten"),
-};
-
-const kiln_backend *kiln__backend_ref_variant(unsigned defects)
-{
-    for (size_t i = 0; i < N_VARIANTS; i++)
-        if (variants[i].defects == defects)
-            return &tables[i];
-    return NULL;
-}
-
-const kiln_backend *kiln__backend_ref(void) { return &tables[0]; }
+const kiln_backend *kiln__backend_ref(void) { return &ref_table; }
