@@ -89,6 +89,20 @@ $(BUILD)/libkiln.so: $(LIB_OBJ)
 $(BUILD)/kiln: $(CLI_OBJ) $(BUILD)/libkiln.a
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libkiln.a $(LDFLAGS) $(STATIC_DEPS) $(SYSLIBS)
 
+# The git revision the runner stamps into results files (conformance/
+# results.c): rewritten only when it changes, so an unchanged tree
+# rebuilds nothing; "unknown" outside a git checkout.
+.PHONY: FORCE
+$(BUILD)/gen/kiln_git_rev.h: FORCE
+	@mkdir -p $(dir $@)
+	@rev=$$(git rev-parse HEAD 2>/dev/null || echo unknown); \
+	 if [ "$$rev" != unknown ] && ! git diff --quiet HEAD -- 2>/dev/null; then \
+	   rev="$$rev-dirty"; fi; \
+	 echo "#define KILN_GIT_REVISION \"$$rev\"" > $@.tmp; \
+	 cmp -s $@.tmp $@ 2>/dev/null && rm -f $@.tmp || mv $@.tmp $@
+$(BUILD)/obj/conformance/results.o: $(BUILD)/gen/kiln_git_rev.h
+$(BUILD)/obj/conformance/results.o: CFLAGS += -I$(BUILD)/gen
+
 # Every tests/unit/*.c file defines `Suite *NAME_suite(void)`; this list is
 # generated so a new file needs no registration.
 $(BUILD)/gen/suites.inc: $(UNIT_SRC)
@@ -104,6 +118,8 @@ $(BUILD)/obj/tests/unit/%.o: CFLAGS += -I$(BUILD)/gen -Itests/unit
 # directly, so their objects join the unit binary.
 UNIT_CONF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,conformance/vectors.c \
                    conformance/check_numeric.c conformance/differential.c \
+                   conformance/sha256.c conformance/expectations.c \
+                   conformance/verdict.c conformance/report.c conformance/cases.c \
                    runtime/cli/npy.c runtime/cli/outfile.c \
                    runtime/cli/args.c)
 $(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a \
@@ -277,7 +293,8 @@ fuzz-vectors:
 	$(FUZZ_CC) \
 	  '-DCF_BUDGET_ELEMENTS=((int64_t)1 << 16)' \
 	  tests/fuzz/fuzz_vectors.c conformance/vectors.c conformance/check_numeric.c \
-	  conformance/differential.c runtime/status.c $(LIBDIR_SYS)/libjansson.a \
+	  conformance/differential.c conformance/sha256.c runtime/status.c \
+	  $(LIBDIR_SYS)/libjansson.a \
 	  -ldl -lm -lpthread -o build/fuzz/fuzz_vectors
 	cp -n tests/fuzz/vectors_corpus/* build/fuzz/vectors_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_vectors -max_total_time=$${FUZZ_SECONDS:-60} \
