@@ -39,7 +39,7 @@ if [ "${1:-}" = "--cuda-headers" ]; then
 fi
 
 need=(build-essential clang check libsubunit-dev libjansson-dev pkg-config lcov
-      python3 python3-yaml shellcheck valgrind libclang-rt-14-dev)
+      python3 python3-yaml python3-numpy shellcheck valgrind libclang-rt-14-dev)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
