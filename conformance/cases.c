@@ -60,10 +60,11 @@ static void failf(cf_outcome *o, const char *fmt, ...)
 ** failure (docs/conformance.md, "Per-test budget"). */
 static void exec_failed(cf_outcome *o, const char *who, kiln_status st)
 {
-    if (st == KILN_ERR_FALLBACK_DISABLED) /* the backend declined a segment */
-        cf_declinef(o, "%skiln_execute: %s: %s", who, kiln_status_name(st),
-                    kiln_last_error());
-    else if (st == KILN_ERR_LIMIT)
+    if (st == KILN_ERR_FALLBACK_DISABLED) { /* the backend declined */
+        o->declined = o->status != CF_FAIL; /* when this failure is first */
+        failf(o, "%skiln_execute: %s: %s", who, kiln_status_name(st),
+              kiln_last_error());
+    } else if (st == KILN_ERR_LIMIT)
         failf(o, "invalid vector: %skiln_execute: %s: %s (the per-test "
               "budget is %lld element operations over all of the test's "
               "executes)", who, kiln_status_name(st), kiln_last_error(),

@@ -71,6 +71,10 @@ typedef struct cf_file {
 int cf_fail(char *err, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Read a whole file into a malloc'd buffer of *len bytes and a NUL (the
+** caller frees it).  NULL with errno set on failure. */
+char *cf_read_file(const char *path, size_t *len);
+
 /* Load and validate one vector file: the common fields of docs/
 ** conformance.md (suite, suiteVersion with major 1, category,
 ** numberOfTests, notes, testGroups, and per test tcId/comment/flags/
@@ -281,8 +285,9 @@ typedef struct cf_outcome {
     uint64_t native;       /* segments of kind GENERATED or FALLBACK */
     uint64_t fallback;     /* segments of kind REFERENCE */
     char fallback_what[64];/* the first REFERENCE segment's "what" */
-    int declined;          /* the FAIL is the backend declining a segment
-                           ** under disable=fallback (cf_declinef) */
+    int declined;          /* the FAIL is the backend declining a segment:
+                           ** an execute expected to succeed failed with
+                           ** KILN_ERR_FALLBACK_DISABLED (cases.c) */
     int abs_seen;          /* max_abs is meaningful */
     double max_abs;        /* largest |got - ref| of abs/sumBound checks */
 } cf_outcome;
@@ -312,11 +317,6 @@ void cf_output_op(const char *kf, size_t index, char *op, size_t cap);
 ** backend under test: REFERENCE segments ran on the runtime's reference
 ** fallback, every other kind on the backend itself. */
 void cf_note_segments(cf_outcome *o, const kiln_exec_info *info);
-/* The backend declined a segment the test needs (an execute expected to
-** succeed failed with KILN_ERR_FALLBACK_DISABLED): a failure that
-** cf_finish_outcome turns into `unsupported`.  The first failure wins. */
-void cf_declinef(cf_outcome *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 /* Fold a thread's outcome into o: counts, statistics, first failure. */
 void cf_outcome_merge(cf_outcome *o, const cf_outcome *from);
 /* Record |got - ref| statistics of one comparison. */

@@ -179,29 +179,11 @@ int cf_expectations_parse(const char *text, size_t len, const char *name,
 int cf_expectations_load(const char *path, cf_expectations *e, char *err,
                          size_t cap)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
+    size_t n = 0;
+    char *buf = cf_read_file(path, &n);
+    if (buf == NULL)
         return cf_fail(err, cap, "%s: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t n = 0, capn = 0, got;
-    do {
-        if (capn - n < 4096) {
-            char *nb = realloc(buf, capn ? 2 * capn : 65536);
-            if (nb == NULL) {
-                free(buf);
-                fclose(f);
-                return cf_fail(err, cap, "%s: out of memory", path);
-            }
-            buf = nb;
-            capn = capn ? 2 * capn : 65536;
-        }
-        got = fread(buf + n, 1, capn - n, f);
-        n += got;
-    } while (got > 0);
-    int bad = ferror(f);
-    fclose(f);
-    int rc = bad ? cf_fail(err, cap, "%s: read error", path)
-                 : cf_expectations_parse(buf, n, path, e, err, cap);
+    int rc = cf_expectations_parse(buf, n, path, e, err, cap);
     free(buf);
     return rc;
 }

@@ -1366,15 +1366,15 @@ int kiln_cmd_conform(int argc, char **argv)
     const char *chosen = backend;
     probe_out pr;
     memset(&pr, 0, sizeof pr);
+    if ((rc = check_backend_name(cmd, backend)) != 0)
+        goto out;
     if (!list) {
-        if ((rc = check_backend_name(cmd, backend)) != 0)
-            goto out;
         rc = choose_backend(cmd, backend, (int)device, allow_unavailable,
                             &chosen, note, sizeof note, &pr);
         if (rc != 0)
             goto out;
-        rc = 2;
     }
+    rc = 2;
 
     vectors = find_vectors(vectors, vbuf, sizeof vbuf, &vectors_from);
     if (vectors == NULL || load_dir(vectors, &r)) {

@@ -331,9 +331,7 @@ bad:
     return cf_fail(err, cap, "%s: %s", path, e);
 }
 
-/* Read the whole file into a malloc'd buffer (*len bytes, NUL after them).
-** NULL with errno set on failure. */
-static char *read_all(const char *path, size_t *len)
+char *cf_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     char *buf = NULL;
@@ -373,7 +371,7 @@ static char *read_all(const char *path, size_t *len)
 int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
 {
     size_t len = 0;
-    char *buf = read_all(path, &len);
+    char *buf = cf_read_file(path, &len);
     if (buf == NULL)
         return cf_fail(err, cap, "%s: cannot read: %s", path, strerror(errno));
     int rc = cf_file_load_buffer(buf, len, path, out, err, cap);

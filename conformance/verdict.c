@@ -74,18 +74,6 @@ void cf_note_segments(cf_outcome *o, const kiln_exec_info *info)
     }
 }
 
-void cf_declinef(cf_outcome *o, const char *fmt, ...)
-{
-    if (o->status == CF_FAIL)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(o->msg, sizeof o->msg, fmt, ap);
-    va_end(ap);
-    o->status = CF_FAIL;
-    o->declined = 1;
-}
-
 void cf_note_abs(cf_outcome *o, int seen, double max_abs)
 {
     if (!seen)

@@ -35,10 +35,11 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
+import harness
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = 'tests/conformance_fixtures'
 KILN = PLUGIN = None
-FAILURES = []
 
 
 def run(*args, cwd=ROOT, timeout=600, env=None):
@@ -600,18 +601,7 @@ def main():
         print(__doc__.split('\n')[0], file=sys.stderr)
         return 2
     KILN, PLUGIN = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    tests = [(n, f) for n, f in globals().items() if n.startswith('test_') and callable(f)]
-    t0 = time.time()
-    for name, fn in tests:
-        try:
-            fn()
-            print('ok   %s' % name)
-        except Exception as e:  # noqa: BLE001 -- report every failure
-            FAILURES.append(name)
-            print('FAIL %s: %s: %s' % (name, type(e).__name__, e))
-    print('test_cli: %d of %d passed (%.1f s)' % (len(tests) - len(FAILURES), len(tests),
-                                                  time.time() - t0))
-    return 1 if FAILURES else 0
+    return harness.run_tests(globals(), 'test_cli')
 
 
 if __name__ == '__main__':

@@ -22,6 +22,7 @@ The cases of issue 12's "Done means", each with the behaviour it pins:
     removed, duplicated or changed, or a vector hash changed, fails;
   - plus the vectors' lookup order and `make install` building kiln.
 """
+import hashlib
 import json
 import os
 import re
@@ -29,11 +30,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
+
+import harness
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = KILN = None
-FAILURES = []
 
 
 def run(*args, cwd=ROOT, env=None, timeout=900):
@@ -268,7 +269,6 @@ def test_results_file_checks_and_tampering_fails():
     vec = os.path.join(ROOT, 'conformance/vectors')
     lines = subprocess.run('cd %s && LC_ALL=C sha256sum *.json' % vec, shell=True,
                            capture_output=True, check=True).stdout
-    import hashlib
     check(hashlib.sha256(lines).hexdigest() == doc['suite']['vectorsSha256'], 'suite hash')
     rc, out, err = run('conform', '--check-results', d + '/r.json')
     check(rc == 0 and 'check-results: OK' in out, '%d %s %s' % (rc, out, err))
@@ -353,18 +353,7 @@ def main():
         return 2
     BUILD = os.path.abspath(sys.argv[1])
     KILN = os.path.join(BUILD, 'kiln')
-    tests = [(n, f) for n, f in globals().items() if n.startswith('test_') and callable(f)]
-    t0 = time.time()
-    for name, fn in tests:
-        try:
-            fn()
-            print('ok   %s' % name)
-        except Exception as e:  # noqa: BLE001 -- report every failure
-            FAILURES.append(name)
-            print('FAIL %s: %s: %s' % (name, type(e).__name__, e))
-    print('test_verdict: %d of %d passed (%.1f s)' % (len(tests) - len(FAILURES), len(tests),
-                                                      time.time() - t0))
-    return 1 if FAILURES else 0
+    return harness.run_tests(globals(), 'test_verdict')
 
 
 if __name__ == '__main__':

@@ -165,8 +165,10 @@ START_TEST(finish_outcome_rules)
     ck_assert_int_eq(o.status, CF_PASS);
     /* the backend declining under disable=fallback */
     memset(&o, 0, sizeof o);
-    cf_declinef(&o, "step 0: kiln_execute: KILN_ERR_FALLBACK_DISABLED");
-    cf_declinef(&o, "second"); /* the first failure wins */
+    o.status = CF_FAIL;
+    o.declined = 1;
+    snprintf(o.msg, sizeof o.msg, "step 0: kiln_execute: "
+             "KILN_ERR_FALLBACK_DISABLED");
     cf_finish_outcome(&o, &about);
     ck_assert_int_eq(o.status, CF_UNSUPPORTED);
     ck_assert_str_eq(o.msg, "step 0: kiln_execute: KILN_ERR_FALLBACK_DISABLED");
@@ -195,7 +197,9 @@ START_TEST(outcome_merge_and_segments)
     t.native = 2;
     t.fallback = 3;
     snprintf(t.fallback_what, sizeof t.fallback_what, "pointwise");
-    cf_declinef(&t, "thread 1: declined");
+    t.status = CF_FAIL;
+    t.declined = 1;
+    snprintf(t.msg, sizeof t.msg, "thread 1: declined");
     cf_note_abs(&t, 1, 0.5);
     cf_outcome_merge(&o, &t);
     ck_assert_uint_eq(o.native, 3);
@@ -229,6 +233,16 @@ static cf_result res(const cf_test *t, cf_status st, uint64_t native,
     return r;
 }
 
+/* cf_summarize of the two results r[] into a fresh *s. */
+static void summarize(cf_summary *s, cf_result *r, int strict)
+{
+    memset(s, 0, sizeof *s);
+    s->results = r;
+    s->n_results = 2;
+    s->strict = strict;
+    ck_assert_int_eq(cf_summarize(s), 0);
+}
+
 START_TEST(verdict_needs_evidence)
 {
     cf_test t = mktest("", 0);
@@ -237,10 +251,7 @@ START_TEST(verdict_needs_evidence)
     char why[512];
     /* passes without a native segment are no evidence */
     cf_result r1[] = {res(&t, CF_PASS, 0, NULL), res(&t, CF_UNSUPPORTED, 0, NULL)};
-    memset(&s, 0, sizeof s);
-    s.results = r1;
-    s.n_results = 2;
-    ck_assert_int_eq(cf_summarize(&s), 0);
+    summarize(&s, r1, 0);
     ck_assert(!s.verdict.pass);
     cf_verdict_text(&s, why, sizeof why);
     ck_assert_msg(strstr(why, "no test ran on the backend under test and passed "
@@ -250,34 +261,24 @@ START_TEST(verdict_needs_evidence)
     cf_summary_free(&s);
     /* one native pass: green, unless --strict sees the unsupported one */
     cf_result r2[] = {res(&t, CF_PASS, 1, NULL), res(&t, CF_UNSUPPORTED, 0, NULL)};
-    memset(&s, 0, sizeof s);
-    s.results = r2;
-    s.n_results = 2;
-    ck_assert_int_eq(cf_summarize(&s), 0);
+    summarize(&s, r2, 0);
     ck_assert(s.verdict.pass && s.verdict.evidence == 1);
     cf_summary_free(&s);
-    s.strict = 1;
-    ck_assert_int_eq(cf_summarize(&s), 0);
+    summarize(&s, r2, 1);
     ck_assert(!s.verdict.pass && s.verdict.strict == 1 && r2[1].fails_run);
     cf_summary_free(&s);
     /* an expected fail is fine; the same test passing contradicts it */
     cf_result r3[] = {res(&t, CF_PASS, 1, NULL), res(&t, CF_FAIL, 1, &fail_line)};
-    memset(&s, 0, sizeof s);
-    s.results = r3;
-    s.n_results = 2;
-    ck_assert_int_eq(cf_summarize(&s), 0);
+    summarize(&s, r3, 0);
     ck_assert(s.verdict.pass && s.verdict.expected == 1 && !r3[1].unexpected);
     cf_summary_free(&s);
     r3[1].status = CF_PASS;
-    ck_assert_int_eq(cf_summarize(&s), 0);
+    summarize(&s, r3, 0);
     ck_assert(!s.verdict.pass && s.verdict.unexpected == 1 && r3[1].unexpected);
     cf_summary_free(&s);
     /* an invalid vector always fails the run */
     cf_result r4[] = {res(&t, CF_PASS, 1, NULL), res(&t, CF_INVALID, 0, NULL)};
-    memset(&s, 0, sizeof s);
-    s.results = r4;
-    s.n_results = 2;
-    ck_assert_int_eq(cf_summarize(&s), 0);
+    summarize(&s, r4, 0);
     ck_assert(!s.verdict.pass && s.verdict.invalid == 1);
     cf_summary_free(&s);
 }
