@@ -21,6 +21,7 @@ ROOT=$(pwd)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/kiln-examples.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
+# shellcheck disable=SC2016 # the $ of these sed addresses is sed's
 recipe=$(sed -n '/<!-- recipe:begin -->/,/<!-- recipe:end -->/p' docs/conformance.md |
          sed -n '/^```sh$/,/^```$/p' | sed '1d;$d')
 if [ -z "$recipe" ]; then

@@ -39,7 +39,7 @@ if ls conformance/vectors/*.json >/dev/null 2>&1; then
     rc=0
     for i in 1 2; do
         if ! wait "${pids[$((i-1))]}"; then rc=1; fi
-        sed -n -e '/^category /,/^total /p' -e '/Checks:/p' -e '/^kiln conform: \(PASS\|FAIL\)/p' \
+        sed -n -e '/^category  *pass/,/^total /p' -e '/Checks:/p' -e '/^kiln conform: \(PASS\|FAIL\)/p' \
             "$BUILD/nvrtc-conform-$i.log"
     done
     if [ $rc -ne 0 ]; then
