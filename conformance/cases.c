@@ -1309,7 +1309,7 @@ static void run_differential(const cf_target *tg, const cf_test *t,
     }
     kiln_status st = make_context(tg, NULL, NULL, NULL, 1, &bt);
     if (st == KILN_OK) {
-        cf_target rt = {"ref", 0, tg->dump_stream, tg->max_work};
+        cf_target rt = {"ref", 0, tg->dump_stream, tg->max_work, 0};
         st = make_context(&rt, NULL, NULL, NULL, 1, &ref);
     }
     if (st != KILN_OK) {
@@ -1468,6 +1468,6 @@ void cf_run_test(const cf_target *tg, const cf_test *test, cf_outcome *o)
     }
     if (o->status == CF_PASS && strcmp(t->result, "acceptable") == 0)
         o->acceptable = 1;
-    cf_finish_outcome(o, t);
+    cf_finish_outcome(o, t, tg->plugin);
     json_decref(copy.json);
 }

@@ -297,6 +297,7 @@ typedef struct cf_target {
     int device;
     void *dump_stream;     /* FILE* for KILN_DUMP output (NULL: stderr) */
     uint64_t max_work;     /* each context's max_work (0: Kiln's default) */
+    int plugin;            /* the backend is a plugin, not one of Kiln's own */
 } cf_target;
 
 /* The category names the runner knows, in suite order (NULL-terminated). */
@@ -325,8 +326,10 @@ void cf_note_abs(cf_outcome *o, int seen, double max_abs);
 **   FAIL whose message starts "invalid vector: " -> CF_INVALID;
 **   FAIL that the backend declined                -> CF_UNSUPPORTED;
 **   PASS with a REFERENCE segment, unless the test carries the flag
-**     CF_FALLBACK_FLAG (it is about the fallback) -> CF_UNSUPPORTED. */
-void cf_finish_outcome(cf_outcome *o, const cf_test *t);
+**     CF_FALLBACK_FLAG (it is about the fallback) -> CF_UNSUPPORTED;
+**   PASS with no segment at all, when the backend under test is a plugin
+**     (the test judged only Kiln's own runtime)  -> CF_SKIP. */
+void cf_finish_outcome(cf_outcome *o, const cf_test *t, int plugin);
 /* The flag of the tests about the reference fallback itself. */
 #define CF_FALLBACK_FLAG "disable=fallback"
 /* 1 when test t carries flag `name`. */

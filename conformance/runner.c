@@ -1476,6 +1476,8 @@ int kiln_cmd_conform(int argc, char **argv)
     fflush(stdout);
     r.tg.backend = chosen;
     r.tg.device = (int)device;
+    r.tg.plugin = strcmp(chosen, "ref") != 0 && strcmp(chosen, "cuda") != 0 &&
+                  strcmp(chosen, "nvrtc") != 0;
     /* Tests that set KILN_DUMP would print their dumps into our report:
     ** send them to /dev/null (the dump text is not what the suite judges). */
     devnull = fopen("/dev/null", "w");

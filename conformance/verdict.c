@@ -10,7 +10,9 @@
 **   - The result of a test (cf_finish_outcome): exactly one of pass, fail,
 **     unsupported, skip, invalid-vector.  A test with a REFERENCE segment
 **     is never a pass, unless it carries the flag CF_FALLBACK_FLAG, which
-**     marks the tests that are about the fallback option itself.
+**     marks the tests that are about the fallback option itself.  With a
+**     plugin under test, a test in which no segment ran anywhere judged
+**     only Kiln's own runtime: a skip, not a pass of the plugin.
 **   - The summary (cf_summarize): per category and per op x dtype, the
 **     results and the segments that ran natively; the verdict, whose rule
 **     is "no green without evidence": no fail, no invalid-vector, nothing
@@ -99,7 +101,7 @@ void cf_outcome_merge(cf_outcome *o, const cf_outcome *from)
     }
 }
 
-void cf_finish_outcome(cf_outcome *o, const cf_test *t)
+void cf_finish_outcome(cf_outcome *o, const cf_test *t, int plugin)
 {
     static const char inv[] = "invalid vector: ";
     if (o->status == CF_FAIL && strncmp(o->msg, inv, sizeof inv - 1) == 0) {
@@ -115,6 +117,12 @@ void cf_finish_outcome(cf_outcome *o, const cf_test *t)
                  (unsigned long long)o->fallback,
                  (unsigned long long)(o->fallback + o->native),
                  o->fallback_what);
+    } else if (o->status == CF_PASS && plugin && o->fallback == 0 &&
+               o->native == 0) {
+        o->status = CF_SKIP;
+        snprintf(o->msg, sizeof o->msg, "no segment ran on any backend: the "
+                 "test judges Kiln's own runtime (option parsing, input "
+                 "validation, context creation), not the plugin under test");
     }
     if (o->status != CF_PASS)
         o->acceptable = 0;

@@ -147,7 +147,7 @@ START_TEST(finish_outcome_rules)
     o.fallback = 1;
     snprintf(o.fallback_what, sizeof o.fallback_what, "reduction");
     o.acceptable = 1;
-    cf_finish_outcome(&o, &plain);
+    cf_finish_outcome(&o, &plain, 0);
     ck_assert_int_eq(o.status, CF_UNSUPPORTED);
     ck_assert_msg(strstr(o.msg, "1 of 3 segments ran on the reference "
                                 "fallback") && strstr(o.msg, "reduction"),
@@ -156,12 +156,12 @@ START_TEST(finish_outcome_rules)
     /* ... unless the test is about the fallback */
     memset(&o, 0, sizeof o);
     o.fallback = 1;
-    cf_finish_outcome(&o, &about);
+    cf_finish_outcome(&o, &about, 0);
     ck_assert_int_eq(o.status, CF_PASS);
     /* a native pass stays a pass */
     memset(&o, 0, sizeof o);
     o.native = 3;
-    cf_finish_outcome(&o, &plain);
+    cf_finish_outcome(&o, &plain, 0);
     ck_assert_int_eq(o.status, CF_PASS);
     /* the backend declining under disable=fallback */
     memset(&o, 0, sizeof o);
@@ -169,21 +169,32 @@ START_TEST(finish_outcome_rules)
     o.declined = 1;
     snprintf(o.msg, sizeof o.msg, "step 0: kiln_execute: "
              "KILN_ERR_FALLBACK_DISABLED");
-    cf_finish_outcome(&o, &about);
+    cf_finish_outcome(&o, &about, 0);
     ck_assert_int_eq(o.status, CF_UNSUPPORTED);
     ck_assert_str_eq(o.msg, "step 0: kiln_execute: KILN_ERR_FALLBACK_DISABLED");
     /* invalid vectors */
     memset(&o, 0, sizeof o);
     o.status = CF_FAIL;
     snprintf(o.msg, sizeof o.msg, "invalid vector: inputs[0]: bad");
-    cf_finish_outcome(&o, &plain);
+    cf_finish_outcome(&o, &plain, 0);
     ck_assert_int_eq(o.status, CF_INVALID);
+    /* nothing ran anywhere: a pass of Kiln itself, a skip for a plugin */
+    memset(&o, 0, sizeof o);
+    cf_finish_outcome(&o, &plain, 0);
+    ck_assert_int_eq(o.status, CF_PASS);
+    cf_finish_outcome(&o, &plain, 1);
+    ck_assert_int_eq(o.status, CF_SKIP);
+    ck_assert_msg(strstr(o.msg, "judges Kiln's own runtime"), "%s", o.msg);
+    memset(&o, 0, sizeof o);
+    o.native = 1;
+    cf_finish_outcome(&o, &plain, 1);
+    ck_assert_int_eq(o.status, CF_PASS);
     /* a plain failure stays one, even with fallback segments */
     memset(&o, 0, sizeof o);
     o.status = CF_FAIL;
     o.fallback = 4;
     snprintf(o.msg, sizeof o.msg, "outputs[0]: element 0");
-    cf_finish_outcome(&o, &plain);
+    cf_finish_outcome(&o, &plain, 0);
     ck_assert_int_eq(o.status, CF_FAIL);
 }
 END_TEST
