@@ -57,6 +57,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all lib cli unit test test-unit test-asan test-tsan deps install fuzz-kf fuzz-trigger \
+        test-verdict check-vectors \
         check-cuda-headers test-cli fuzz-npy fuzz-vectors test-python \
         uninstall clean help fuzz coverage conform bench gpu-bundle \
         docs-check testgen testgen-check mutants nvrtc-check valgrind examples
@@ -92,6 +93,20 @@ $(BUILD)/libkiln.so: $(LIB_OBJ)
 $(BUILD)/kiln: $(CLI_OBJ) $(BUILD)/libkiln.a
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libkiln.a $(LDFLAGS) $(STATIC_DEPS) $(SYSLIBS)
 
+# The git revision the runner stamps into results files (conformance/
+# results.c): rewritten only when it changes, so an unchanged tree
+# rebuilds nothing; "unknown" outside a git checkout.
+.PHONY: FORCE
+$(BUILD)/gen/kiln_git_rev.h: FORCE
+	@mkdir -p $(dir $@)
+	@rev=$$(git rev-parse HEAD 2>/dev/null || echo unknown); \
+	 if [ "$$rev" != unknown ] && ! git diff --quiet HEAD -- 2>/dev/null; then \
+	   rev="$$rev-dirty"; fi; \
+	 echo "#define KILN_GIT_REVISION \"$$rev\"" > $@.tmp; \
+	 cmp -s $@.tmp $@ 2>/dev/null && rm -f $@.tmp || mv $@.tmp $@
+$(BUILD)/obj/conformance/results.o: $(BUILD)/gen/kiln_git_rev.h
+$(BUILD)/obj/conformance/results.o: CFLAGS += -I$(BUILD)/gen
+
 # Every tests/unit/*.c file defines `Suite *NAME_suite(void)`; this list is
 # generated so a new file needs no registration.
 $(BUILD)/gen/suites.inc: $(UNIT_SRC)
@@ -107,6 +122,8 @@ $(BUILD)/obj/tests/unit/%.o: CFLAGS += -I$(BUILD)/gen -Itests/unit
 # directly, so their objects join the unit binary.
 UNIT_CONF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,conformance/vectors.c \
                    conformance/check_numeric.c conformance/differential.c \
+                   conformance/sha256.c conformance/expectations.c \
+                   conformance/verdict.c conformance/report.c conformance/cases.c \
                    runtime/cli/npy.c runtime/cli/outfile.c \
                    runtime/cli/args.c)
 $(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a \
@@ -149,6 +166,8 @@ test:
 	$(MAKE) test-unit
 	$(MAKE) test-cli
 	$(MAKE) test-python
+	$(MAKE) test-verdict
+	$(MAKE) check-vectors
 	$(MAKE) test-asan
 	$(MAKE) test-tsan
 	$(MAKE) valgrind
@@ -182,6 +201,24 @@ test-asan:
 test-cli: all plugins
 	$(PYTHON) tests/cli/test_cli.py $(BUILD)/kiln $(BUILD)/plugins/libkiln_test_plugin.so
 
+# The verdict of `kiln conform` end to end (tests/cli/test_verdict.py): a
+# mistyped backend, an unavailable one, an empty plugin, the five-op
+# example's native counts, a stale expectations file, a results file that
+# checks and one that was tampered with, where the vectors come from,
+# `make install` building what it installs.
+test-verdict: all plugins
+	$(PYTHON) tests/cli/test_verdict.py $(BUILD)
+
+# The reference reader testgen/check_vectors.py: its check kinds, and our
+# exact reference through every numerics and cache.isolation vector (all
+# must pass).  NumPy through the numerics vectors is the worked example in
+# docs/conformance.md, which `make docs-check` runs (Debian's
+# python3-numpy under /usr/bin/python3, installed by `make deps`).
+check-vectors:
+	$(PYTHON) testgen/check_vectors.py --self-test
+	$(PYTHON) testgen/check_vectors.py --impl exact -q --category numerics \
+	  --category cache.isolation
+
 # ThreadSanitizer: the suites whose names start with "threads".
 test-tsan:
 	$(MAKE) -j$(JOBS) BUILD=$(BUILD)/tsan SAN=tsan unit
@@ -199,7 +236,7 @@ nvrtc-check: all
 
 conform-ref: all
 	@if [ -d conformance/vectors ] && ls conformance/vectors/*.json >/dev/null 2>&1; then \
-	  $(BUILD)/kiln conform --backend ref --junit $(BUILD)/conform-ref.xml; \
+	  $(BUILD)/kiln conform --backend ref --strict --junit $(BUILD)/conform-ref.xml; \
 	 else echo "conform-ref: no vectors yet"; fi
 
 # Builds what it can (-k), so that the table shows every mutant; one that
@@ -300,7 +337,8 @@ fuzz-vectors:
 	$(FUZZ_CC) \
 	  '-DCF_BUDGET_ELEMENTS=((int64_t)1 << 16)' \
 	  tests/fuzz/fuzz_vectors.c conformance/vectors.c conformance/check_numeric.c \
-	  conformance/differential.c runtime/status.c $(LIBDIR_SYS)/libjansson.a \
+	  conformance/differential.c conformance/sha256.c runtime/status.c \
+	  $(LIBDIR_SYS)/libjansson.a \
 	  -ldl -lm -lpthread -o build/fuzz/fuzz_vectors
 	cp -n tests/fuzz/vectors_corpus/* build/fuzz/vectors_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_vectors -max_total_time=$${FUZZ_SECONDS:-60} \
@@ -352,14 +390,22 @@ deps:
 
 # -------------------------------------------------------------- install
 
-install: lib
+# Builds what it installs: the library, the headers, kiln.pc, bin/kiln, and
+# the suite (the vectors and their schema) under PREFIX/share/kiln, where
+# the installed kiln finds them (docs/conformance.md, "Where the vectors
+# come from").  Vectors of an older install are replaced, not merged.
+install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin \
+	  $(DESTDIR)$(PREFIX)/share/kiln/vectors
 	install -m 644 $(BUILD)/libkiln.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libkiln.so $(DESTDIR)$(PREFIX)/lib/libkiln.so.0
 	ln -sf libkiln.so.0 $(DESTDIR)$(PREFIX)/lib/libkiln.so
 	install -m 644 runtime/include/kiln.h runtime/backend.h $(DESTDIR)$(PREFIX)/include/
-	@if [ -f $(BUILD)/kiln ]; then install -m 755 $(BUILD)/kiln $(DESTDIR)$(PREFIX)/bin/; fi
+	install -m 755 $(BUILD)/kiln $(DESTDIR)$(PREFIX)/bin/
+	rm -f $(DESTDIR)$(PREFIX)/share/kiln/vectors/*.json
+	install -m 644 conformance/vectors/*.json $(DESTDIR)$(PREFIX)/share/kiln/vectors/
+	install -m 644 conformance/schema.json $(DESTDIR)$(PREFIX)/share/kiln/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/^#define KILN_VERSION_STRING "\(.*\)"/\1/p' runtime/include/kiln.h)|' \
 	  kiln.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kiln.pc
 
@@ -368,6 +414,7 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/lib/libkiln.so.0 $(DESTDIR)$(PREFIX)/include/kiln.h \
 	  $(DESTDIR)$(PREFIX)/include/backend.h $(DESTDIR)$(PREFIX)/bin/kiln \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/kiln.pc
+	rm -rf $(DESTDIR)$(PREFIX)/share/kiln
 
 clean:
 	rm -rf build carry
@@ -390,4 +437,5 @@ help:
 	@echo "make coverage   gcov/lcov HTML report in build/coverage-html"
 	@echo "make bench      benchmarks (kiln bench all)"
 	@echo "make gpu-bundle binaries for the GPU machine under carry/"
-	@echo "make install    PREFIX=/usr/local DESTDIR= (library, kiln.h, kiln.pc)"
+	@echo "make install    PREFIX=/usr/local DESTDIR= (library, headers, kiln.pc,"
+	@echo "                bin/kiln, the suite in share/kiln)"

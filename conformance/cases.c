@@ -3,7 +3,9 @@
 ** (docs/conformance.md, "Runner semantics").  One function per category;
 ** each drives Kiln only through the public API of kiln.h and fills a
 ** cf_outcome: PASS, FAIL with the first failure's message, or SKIP with
-** its reason.
+** its reason, and the segments that ran where (cf_note_segments on the
+** info record of every execute on the backend under test); cf_run_test
+** then decides the final result (verdict.c).
 **
 ** Invariants: every object a case creates (contexts, fusions, tensors,
 ** options, info records, buffers) is released on every path, so a case can
@@ -58,7 +60,11 @@ static void failf(cf_outcome *o, const char *fmt, ...)
 ** failure (docs/conformance.md, "Per-test budget"). */
 static void exec_failed(cf_outcome *o, const char *who, kiln_status st)
 {
-    if (st == KILN_ERR_LIMIT)
+    if (st == KILN_ERR_FALLBACK_DISABLED) { /* the backend declined */
+        o->declined = o->status != CF_FAIL; /* when this failure is first */
+        failf(o, "%skiln_execute: %s: %s", who, kiln_status_name(st),
+              kiln_last_error());
+    } else if (st == KILN_ERR_LIMIT)
         failf(o, "invalid vector: %skiln_execute: %s: %s (the per-test "
               "budget is %lld element operations over all of the test's "
               "executes)", who, kiln_status_name(st), kiln_last_error(),
@@ -388,7 +394,7 @@ static int load_inputs(const json_t *list, const char *key, inputs *in,
 
 /* The op that defines output `index` of a .kf text, for the ULP table
 ** ("?" when it cannot be told).  Reads the text only: no Kiln internals. */
-static void output_op(const char *kf, size_t index, char *op, size_t cap)
+void cf_output_op(const char *kf, size_t index, char *op, size_t cap)
 {
     char names[64][32], ops[64][24], outs[16][32];
     size_t nn = 0, no = 0;
@@ -533,9 +539,10 @@ static void check_outputs(kiln_context *ctx, kiln_tensor *const *outs,
                 failf(o, "%s: %s", w, msg);
             if (stats.acceptable)
                 o->acceptable = 1;
+            cf_note_abs(o, chk.kind == CF_CHECK_ABS, stats.max_abs);
             if (kf && stats.ulp_seen) {
                 char op[24];
-                output_op(kf, i, op, sizeof op);
+                cf_output_op(kf, i, op, sizeof op);
                 note_ulp(o, op, want.dtype, stats.max_ulp);
             }
             free(got);
@@ -741,9 +748,11 @@ static void prec_execute(kiln_context *ctx, const kiln_fusion *f,
         if (st != KILN_OK && out[0] != NULL)
             failf(o, "%s: failed execute allocated an output", where);
     } else if (st != KILN_OK) {
-        failf(o, "%s: kiln_execute: %s: %s", where, kiln_status_name(st),
-              e.message);
+        char who[64];
+        snprintf(who, sizeof who, "%s: ", where);
+        exec_failed(o, who, st);
     } else {
+        cf_note_segments(o, info);
         const json_t *cj = json_object_get(step, "canonical");
         const char *got = kiln_exec_info_options(info);
         if (json_is_string(cj) &&
@@ -939,8 +948,7 @@ static void cache_step(cshared *sh, size_t i, int check_hits, int thread,
     memset(&c0, 0, sizeof c0);
     memset(&c1, 0, sizeof c1);
     c0.struct_size = c1.struct_size = sizeof c0;
-    if (outs == NULL ||
-        (check_hits && kiln_exec_info_create(&info) != KILN_OK)) {
+    if (outs == NULL || kiln_exec_info_create(&info) != KILN_OK) {
         failf(o, "%sout of memory", where);
         free(outs);
         return;
@@ -949,6 +957,8 @@ static void cache_step(cshared *sh, size_t i, int check_hits, int thread,
         kiln_context_counters(sh->ctx, &c0);
     kiln_status st = kiln_execute(sh->ctx, sh->f, s->in.t, s->in.n, outs,
                                   sh->n_outs, &s->x.eo, info);
+    if (st == KILN_OK)
+        cf_note_segments(o, info);
     if (st != KILN_OK) {
         exec_failed(o, where, st);
     } else {
@@ -1081,8 +1091,7 @@ static void run_cache(const cf_target *tg, const cf_test *t, cf_outcome *o)
             if (started < n)
                 failf(o, "could only start %d of %d threads", started, n);
             for (int k = 0; k < started; k++)
-                if (ct[k].local.status == CF_FAIL)
-                    failf(o, "%s", ct[k].local.msg);
+                cf_outcome_merge(o, &ct[k].local);
         }
     } else {
         for (size_t i = 0; i < sh.n_steps && o->status != CF_FAIL; i++)
@@ -1107,12 +1116,15 @@ static void run_numerics(const cf_target *tg, const cf_test *t, cf_outcome *o)
         return;
     size_t n_outs = fusion_outputs(f);
     kiln_context *ctx = NULL;
+    kiln_exec_info *info = NULL;
     kiln_tensor **outs = calloc(n_outs + 1, sizeof *outs);
     execopts x;
     inputs in;
     memset(&in, 0, sizeof in);
     memset(&x, 0, sizeof x);
     kiln_status st = make_context(tg, NULL, NULL, NULL, 1, &ctx);
+    if (st == KILN_OK)
+        st = kiln_exec_info_create(&info);
     if (st != KILN_OK) {
         failf(o, "kiln_context_create: %s: %s", kiln_status_name(st),
               kiln_last_error());
@@ -1125,7 +1137,9 @@ static void run_numerics(const cf_target *tg, const cf_test *t, cf_outcome *o)
          inputs_fit(f, in.n, "", o)) ||
         wrap_inputs(ctx, &in, o))
         goto done;
-    st = kiln_execute(ctx, f, in.t, in.n, outs, n_outs, &x.eo, NULL);
+    st = kiln_execute(ctx, f, in.t, in.n, outs, n_outs, &x.eo, info);
+    if (st == KILN_OK)
+        cf_note_segments(o, info);
     const json_t *ej = json_object_get(t->json, "error");
     if (ej != NULL) {
         const char *want = NULL;
@@ -1152,6 +1166,7 @@ done:
     free(outs);
     inputs_free(&in);
     execopts_free(&x);
+    kiln_exec_info_destroy(info);
     kiln_context_destroy(ctx);
     kiln_fusion_destroy(f);
 }
@@ -1294,7 +1309,7 @@ static void run_differential(const cf_target *tg, const cf_test *t,
     }
     kiln_status st = make_context(tg, NULL, NULL, NULL, 1, &bt);
     if (st == KILN_OK) {
-        cf_target rt = {"ref", 0, tg->dump_stream, tg->max_work};
+        cf_target rt = {"ref", 0, tg->dump_stream, tg->max_work, 0};
         st = make_context(&rt, NULL, NULL, NULL, 1, &ref);
     }
     if (st != KILN_OK) {
@@ -1307,8 +1322,10 @@ static void run_differential(const cf_target *tg, const cf_test *t,
         goto done;
     }
     if (diff_run(bt, f, &in, &x, ob, n_outs, kiln_context_backend(bt), info,
-                 o) ||
-        diff_run(ref, f, &in, &x, orf, n_outs, "ref", NULL, o))
+                 o))
+        goto done;
+    cf_note_segments(o, info);
+    if (diff_run(ref, f, &in, &x, orf, n_outs, "ref", NULL, o))
         goto done;
     for (size_t i = 0; i < n_outs && o->status != CF_FAIL; i++) {
         kiln_dtype dt = kiln_tensor_dtype(orf[i]);
@@ -1374,8 +1391,11 @@ static void run_differential(const cf_target *tg, const cf_test *t,
             cf_cmp_stats stats;
             char msg[CF_MSG];
             memset(&stats, 0, sizeof stats);
-            if (cf_compare(&chk, dt, numel, gb, rb, scale, &stats, msg,
-                           sizeof msg)) {
+            int bad = cf_compare(&chk, dt, numel, gb, rb, scale, &stats, msg,
+                                 sizeof msg);
+            cf_note_abs(o, chk.kind == CF_CHECK_ABS ||
+                               chk.kind == CF_CHECK_SUMBOUND, stats.max_abs);
+            if (bad) {
                 char ran[400];
                 describe_run(info, ran, sizeof ran);
                 failf(o, "outputs[%zu] vs ref (seed %lld): %s%s", i,
@@ -1383,7 +1403,7 @@ static void run_differential(const cf_target *tg, const cf_test *t,
             }
             if (stats.ulp_seen) {
                 char op[24];
-                output_op(kf, i, op, sizeof op);
+                cf_output_op(kf, i, op, sizeof op);
                 note_ulp(o, op, dt, stats.max_ulp);
             }
         }
@@ -1448,5 +1468,6 @@ void cf_run_test(const cf_target *tg, const cf_test *test, cf_outcome *o)
     }
     if (o->status == CF_PASS && strcmp(t->result, "acceptable") == 0)
         o->acceptable = 1;
+    cf_finish_outcome(o, t, tg->plugin);
     json_decref(copy.json);
 }

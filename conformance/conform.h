@@ -12,7 +12,14 @@
 **   differential.c  splitmix64 input generation for differential tests
 **   cases.c         one function per category that runs a vector test
 **                   against a backend through the public API
-**   report.c        per-category table, ULP table, Markdown/JUnit/TAP
+**   verdict.c       where segments ran, the result of a test (pass / fail
+**                   / unsupported / skip / invalid-vector), the summary
+**                   tables and the run's exit status
+**   expectations.c  expectations files (--expectations, --write-...)
+**   results.c       the results file (--results) and --check-results
+**   sha256.c        SHA-256 of the vector files (FIPS 180-4)
+**   report.c        per-category and per-op x dtype tables, Markdown /
+**                   JUnit / TAP
 **   runner.c        command line, selection, sharding, Check wiring
 **
 ** Memory here is plain malloc/free: the runner is outside libkiln and its
@@ -42,6 +49,9 @@ typedef struct cf_test {
     const char *comment;   /* these strings point into the file's pool */
     const char *result;    /* "valid" | "invalid" | "acceptable" */
     const char *group_type;/* the test group's "type" */
+    const char *flags;     /* n_flags NUL-terminated names, one after the
+                           ** other, in the pool */
+    size_t n_flags;
     const char *text;      /* the test object, compact JSON */
     json_t *json;          /* set while the test runs (cf_run_test) */
 } cf_test;
@@ -50,6 +60,7 @@ typedef struct cf_file {
     char *path;
     char *category;
     char *suite_version;
+    char sha256[65];       /* of the file's bytes, lower-case hex */
     char *pool;            /* all strings of the tests, NUL-separated */
     cf_test *tests;        /* n_tests, in tcId order */
     size_t n_tests;
@@ -59,6 +70,10 @@ typedef struct cf_file {
 ** failure value of the cf_* helpers. */
 int cf_fail(char *err, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Read a whole file into a malloc'd buffer of *len bytes and a NUL (the
+** caller frees it).  NULL with errno set on failure. */
+char *cf_read_file(const char *path, size_t *len);
 
 /* Load and validate one vector file: the common fields of docs/
 ** conformance.md (suite, suiteVersion with major 1, category,
@@ -237,7 +252,20 @@ int cf_diff_generate(const json_t *input, const char *where, uint64_t *state,
 
 /* ----------------------------------------------------------------- cases */
 
-typedef enum cf_status { CF_PASS = 0, CF_FAIL = 1, CF_SKIP = 2 } cf_status;
+/* The result of one test (docs/conformance.md, "Results"); the values are
+** stable (they travel through the runner's channel and results files). */
+typedef enum cf_status {
+    CF_PASS = 0,
+    CF_FAIL = 1,
+    CF_SKIP = 2,        /* the test does not apply here; msg says why */
+    CF_UNSUPPORTED = 3, /* the backend declined a segment the test needs */
+    CF_INVALID = 4      /* invalid-vector: the test itself is malformed */
+} cf_status;
+#define CF_N_STATUS 5
+/* "pass", "fail", "skip", "unsupported", "invalid-vector". */
+const char *cf_status_name(cf_status s);
+/* The status named s; -1 when none. */
+int cf_status_parse(const char *s);
 
 #define CF_MAX_ULP_STATS 8
 typedef struct cf_ulp_stat {
@@ -252,6 +280,16 @@ typedef struct cf_outcome {
     char msg[CF_MSG];
     size_t n_ulp;
     cf_ulp_stat ulp[CF_MAX_ULP_STATS];
+    /* Where the work ran, from the info record of every execute on the
+    ** backend under test (cf_note_segments). */
+    uint64_t native;       /* segments of kind GENERATED or FALLBACK */
+    uint64_t fallback;     /* segments of kind REFERENCE */
+    char fallback_what[64];/* the first REFERENCE segment's "what" */
+    int declined;          /* the FAIL is the backend declining a segment:
+                           ** an execute expected to succeed failed with
+                           ** KILN_ERR_FALLBACK_DISABLED (cases.c) */
+    int abs_seen;          /* max_abs is meaningful */
+    double max_abs;        /* largest |got - ref| of abs/sumBound checks */
 } cf_outcome;
 
 typedef struct cf_target {
@@ -259,16 +297,86 @@ typedef struct cf_target {
     int device;
     void *dump_stream;     /* FILE* for KILN_DUMP output (NULL: stderr) */
     uint64_t max_work;     /* each context's max_work (0: Kiln's default) */
+    int plugin;            /* the backend is a plugin, not one of Kiln's own */
 } cf_target;
 
 /* The category names the runner knows, in suite order (NULL-terminated). */
 extern const char *const cf_categories[];
 int cf_category_known(const char *name);
 
-/* Run one test of a known category; fills *out (never aborts). */
+/* Run one test of a known category; fills *out (never aborts).  out->
+** status is final (cf_finish_outcome has run). */
 void cf_run_test(const cf_target *tg, const cf_test *t, cf_outcome *out);
 
+/* The op that defines output `index` of a .kf text ("?" when it cannot be
+** told), from the text alone. */
+void cf_output_op(const char *kf, size_t index, char *op, size_t cap);
+
+/* --------------------------------------------------------------- verdict */
+
+/* Count the segments of one execute's info record (NULL: nothing) on the
+** backend under test: REFERENCE segments ran on the runtime's reference
+** fallback, every other kind on the backend itself. */
+void cf_note_segments(cf_outcome *o, const kiln_exec_info *info);
+/* Fold a thread's outcome into o: counts, statistics, first failure. */
+void cf_outcome_merge(cf_outcome *o, const cf_outcome *from);
+/* Record |got - ref| statistics of one comparison. */
+void cf_note_abs(cf_outcome *o, int seen, double max_abs);
+/* Decide the final status (docs/conformance.md, "Results"):
+**   FAIL whose message starts "invalid vector: " -> CF_INVALID;
+**   FAIL that the backend declined                -> CF_UNSUPPORTED;
+**   PASS with a REFERENCE segment, unless the test carries the flag
+**     CF_FALLBACK_FLAG (it is about the fallback) -> CF_UNSUPPORTED;
+**   PASS with no segment at all, when the backend under test is a plugin
+**     (the test judged only Kiln's own runtime)  -> CF_SKIP. */
+void cf_finish_outcome(cf_outcome *o, const cf_test *t, int plugin);
+/* The flag of the tests about the reference fallback itself. */
+#define CF_FALLBACK_FLAG "disable=fallback"
+/* 1 when test t carries flag `name`. */
+int cf_test_has_flag(const cf_test *t, const char *name);
+
+/* ---------------------------------------------------------- expectations */
+
+/* An expectations file (docs/conformance.md, "Expectations files"): lines
+** "PATTERN RESULT REASON...", PATTERN a test id or a glob over ids
+** (fnmatch: * ? [...]), RESULT fail, unsupported or skip, REASON
+** mandatory; '#' starts a comment line.  The first line whose pattern
+** matches a test decides its expectation. */
+typedef struct cf_expect_line {
+    char *pattern;
+    cf_status result;      /* CF_FAIL, CF_UNSUPPORTED or CF_SKIP */
+    char *reason;
+    int line;              /* 1-based line number in the file */
+    size_t uses;           /* selected tests it decided */
+} cf_expect_line;
+
+typedef struct cf_expectations {
+    char *path;
+    char sha256[65];       /* of the file's bytes */
+    cf_expect_line *lines;
+    size_t n;
+} cf_expectations;
+
+/* Parse len bytes of expectations text; `name` names it in errors
+** ("FILE:LINE: what").  Non-zero + err on the first bad line; *e is then
+** empty.  Free with cf_expectations_free (accepts a zeroed struct). */
+int cf_expectations_parse(const char *text, size_t len, const char *name,
+                          cf_expectations *e, char *err, size_t cap);
+/* Read and parse FILE (also records its SHA-256). */
+int cf_expectations_load(const char *path, cf_expectations *e, char *err,
+                         size_t cap);
+void cf_expectations_free(cf_expectations *e);
+/* The line deciding test `id`, or NULL (counts a use when count != 0). */
+cf_expect_line *cf_expectations_match(cf_expectations *e, const char *id,
+                                      int count);
+
 /* ---------------------------------------------------------------- report */
+
+#define CF_MAX_KEYS 8
+typedef struct cf_key { /* an output's defining op and its dtype */
+    char op[24];
+    char dtype[8];
+} cf_key;
 
 typedef struct cf_result {
     const cf_test *test;
@@ -277,36 +385,85 @@ typedef struct cf_result {
     int acceptable;
     double ms;             /* time of the test body */
     double t0, t1;         /* monotonic start/end (ms) of the test body */
-    char *msg;             /* failure message or skip reason (owned) */
+    char *msg;             /* message or reason (owned; NULL for a pass) */
+    uint64_t native, fallback; /* segments (cf_outcome) */
+    int abs_seen;
+    double max_abs;
+    size_t n_ulp;          /* largest ULP distance per op and dtype */
+    cf_ulp_stat ulp[CF_MAX_ULP_STATS];
+    const cf_expect_line *expect; /* its expectation, or NULL */
+    int unexpected;        /* the result differs from expect */
+    int fails_run;         /* this result makes the run fail (cf_summarize) */
 } cf_result;
+
+typedef struct cf_counts {
+    size_t n[CF_N_STATUS]; /* tests per result */
+    uint64_t native;       /* segments run by the backend under test */
+    uint64_t fallback;     /* segments run on the reference fallback */
+} cf_counts;
 
 typedef struct cf_cat_row {
     const char *category;
-    size_t passed, failed, skipped;
+    cf_counts c;
     double ms;             /* wall time from its first to its last test */
 } cf_cat_row;
 
-typedef struct cf_ulp_row {
+/* One op x dtype of one category: the tests whose outputs it defines.
+** The ULP columns count only tests that ran entirely on the backend under
+** test. */
+typedef struct cf_op_row {
+    size_t cat;            /* index into cf_summary.cats */
     char op[24];
     char dtype[8];
-    uint64_t ulp;
-    size_t tests;
-} cf_ulp_row;
+    cf_counts c;
+    int ulp_seen;
+    uint64_t max_ulp;
+    size_t ulp_tests;
+} cf_op_row;
+
+/* Why the run passes or fails (cf_summarize; docs/conformance.md, "Exit
+** status"). */
+typedef struct cf_verdict {
+    size_t failed;         /* fail results not expected */
+    size_t invalid;        /* invalid-vector results */
+    size_t unexpected;     /* results that contradict their expectation */
+    size_t strict;         /* unsupported results that fail under --strict */
+    size_t expected;       /* results that match their expectation */
+    size_t evidence;       /* passes with native segments */
+    int pass;              /* 1: exit status 0 */
+} cf_verdict;
 
 typedef struct cf_summary {
     const char *backend;
     const char *backend_note;  /* why this backend (auto choice) */
+    const char *backend_identity; /* kiln_context_backend_identity */
+    const char *device;        /* "host" or "device N" */
     const char *vectors_dir;
     const char *shard;         /* "1/1" */
     const char *suite_version;
+    int strict;
+    const cf_expectations *expect; /* NULL without --expectations */
     cf_result *results;
     size_t n_results;
-    cf_cat_row *cats;
+    cf_cat_row *cats;          /* filled by cf_summarize */
     size_t n_cats;
-    cf_ulp_row *ulps;
-    size_t n_ulps;
+    cf_op_row *ops;            /* sorted by category, op, dtype */
+    size_t n_ops;
+    cf_counts total;
+    cf_verdict verdict;
     double wall_s;
 } cf_summary;
+
+/* Fill cats, ops, total and verdict from results (and each result's
+** fails_run).  0, or 1 when out of memory.  cf_summary_free frees what it
+** allocated (not the results). */
+int cf_summarize(cf_summary *s);
+void cf_summary_free(cf_summary *s);
+/* The op x dtype keys of test t (from its fusion; none for a test without
+** one).  Returns how many were written to keys[cap]. */
+size_t cf_test_keys(const cf_test *t, cf_key *keys, size_t cap);
+/* One line saying why the run fails ("" when it passes) into buf. */
+void cf_verdict_text(const cf_summary *s, char *buf, size_t cap);
 
 /* The text report on the terminal. */
 void cf_report_text(const cf_summary *s, FILE *out);
@@ -321,5 +478,52 @@ size_t cf_text_escape(const char *s, char *buf, size_t cap);
 int cf_report_markdown(const cf_summary *s, const char *path);
 int cf_report_junit(const cf_summary *s, const char *path);
 int cf_report_tap(const cf_summary *s, const char *path);
+/* An expectations file listing every fail, unsupported and skip result
+** of the run, its message as the reason (expectations.c). */
+int cf_report_expectations(const cf_summary *s, const char *path);
+
+/* ---------------------------------------------------------- results file */
+
+/* What a results file records about the run besides the results. */
+typedef struct cf_run_info {
+    int argc;
+    char **argv;                /* the command line */
+    const char *const *categories;
+    size_t n_categories;
+    const char *filter, *exclude;
+    const char *const *skip_flags;
+    size_t n_skip_flags;
+    double timeout;
+    const char *vectors_source; /* "--vectors", "KILN_VECTORS", ... */
+    const cf_file *files;       /* the loaded vector files */
+    size_t n_files;
+    char vectors_sha256[65];    /* cf_vectors_hash */
+} cf_run_info;
+
+/* SHA-256 of len bytes as 64 lower-case hex digits and a NUL. */
+void cf_sha256_hex(const void *data, size_t len, char out[65]);
+/* The suite hash: SHA-256 of the lines "<sha256>  <file name>\n" of the
+** files sorted by name (what `sha256sum *.json | sha256sum` prints). */
+void cf_vectors_hash(const cf_file *files, size_t n, char out[65]);
+/* Write the results file (docs/conformance.md, "Results file") through
+** cli_out.  0, or 1 with a message on stderr. */
+int cf_results_write(const cf_summary *s, const cf_run_info *ri,
+                     const char *path);
+
+/* A results file read back for --check-results. */
+typedef struct cf_results_doc {
+    json_t *root;               /* owns everything below */
+    const char *suite_version, *vectors_sha256;
+    json_t *files;              /* [{"name","sha256",...}] */
+    json_t *options;            /* the selection options */
+    json_t *results;            /* the records */
+    json_t *summary;
+    json_t *expectations;       /* {"path","sha256"} or NULL */
+} cf_results_doc;
+/* Read and check the structure of a results file.  Non-zero + err (the
+** JSON path of the first problem); *d untouched on failure. */
+int cf_results_read(const char *path, cf_results_doc *d, char *err,
+                    size_t cap);
+void cf_results_free(cf_results_doc *d);
 
 #endif /* KILN_CONFORM_H */

@@ -1,16 +1,27 @@
 /*
 ** runner.c -- `kiln conform`: load the vector files, select tests
-** (--category, --filter, --shard), run each as a Check loop test in fork
-** mode against the chosen backend, and report (docs/conformance.md,
-** "Running the suite").
+** (--category, --filter, --exclude, --shard), run each as a Check loop
+** test in fork mode against the chosen backend, decide every test's
+** result and the run's verdict (verdict.c), and report (docs/
+** conformance.md, "Running the suite").  `--check-results` verifies a
+** results file against the installed suite instead of running.
+**
+** Before anything runs: the options, the output paths and the
+** expectations file are checked (a bad one is a usage error, exit 2); the
+** backend is named correctly (an unknown name or an unreadable plugin
+** path is a usage error) and is available here (otherwise exit 1 with the
+** reason, or EXIT_UNAVAILABLE with --allow-unavailable).  A run never
+** turns an unusable backend into a run of skips.
 **
 ** How results travel: Check runs every test in a child process (so a
 ** crashing backend fails one test), and only pass/fail and a message come
-** back through Check.  The rest -- skip reasons, times, ULP statistics --
-** each child appends as one JSON line to a results file the parent opened
-** (O_APPEND, one write per test).  Progress on a terminal comes from a
-** small shared-memory counter the children update.  The parent merges
-** Check's results (in run order) with the lines (keyed by test index).
+** back through Check.  The rest -- the result, skip reasons, times, where
+** the segments ran, ULP statistics -- each child appends as one JSON line
+** to a channel file the parent opened (O_APPEND, one write per test).
+** Progress on a terminal comes from a small shared-memory counter the
+** children update.  The parent merges Check's results (in run order) with
+** the lines (keyed by test index); a crash or timeout, which leaves no
+** line, is a fail.
 **
 ** The one file-scope variable, `current`, points at the run being executed:
 ** Check's loop tests receive only an index, so the tests must find the
@@ -24,6 +35,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -33,12 +45,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "conform.h"
+
+/* The exit status of a run whose backend is not available here, with
+** --allow-unavailable: automake's "skipped" status, which CI harnesses
+** already know (docs/conformance.md, "Exit status"). */
+#define EXIT_UNAVAILABLE 77
 
 typedef struct progress { /* shared between the parent and the children */
     long done, failed, in_flight; /* in_flight: index + 1 of a started test */
@@ -48,11 +66,13 @@ typedef struct run {
     cf_target tg;
     cf_file *files;
     size_t n_files;
-    const cf_test **sel;   /* the selected tests, in run order */
+    const cf_test **sel;   /* the selected tests, in suite order */
     size_t n_sel;
-    size_t *cat_pos;       /* position of sel[i] within its category */
-    size_t *cat_total;     /* selected tests of sel[i]'s category */
-    int chan;              /* results file, O_APPEND */
+    size_t *todo;          /* indices into sel of the tests that run */
+    size_t n_todo;
+    size_t *cat_pos;       /* position of todo[k] within its category */
+    size_t *cat_total;     /* tests to run of todo[k]'s category */
+    int chan;              /* channel file, O_APPEND */
     progress *prog;
     int tty;
 } run;
@@ -73,17 +93,17 @@ static void test_id(const cf_test *t, char *buf, size_t cap)
 
 /* ------------------------------------------------------- the Check test */
 
-static void progress_start(const run *r, size_t i)
+static void progress_start(const run *r, size_t k)
 {
     progress *p = r->prog;
     if (p->in_flight) { /* the previous test never finished: crash/timeout */
         p->done++;
         p->failed++;
     }
-    p->in_flight = (long)i + 1;
+    p->in_flight = (long)k + 1;
 }
 
-static void progress_end(const run *r, size_t i, int failed)
+static void progress_end(const run *r, size_t k, int failed)
 {
     progress *p = r->prog;
     p->done++;
@@ -91,30 +111,41 @@ static void progress_end(const run *r, size_t i, int failed)
     p->in_flight = 0;
     if (r->tty)
         fprintf(stderr, "\r\033[K[%s] %zu/%zu  failures: %ld",
-                r->sel[i]->category, r->cat_pos[i] + 1, r->cat_total[i],
-                p->failed);
+                r->sel[r->todo[k]]->category, r->cat_pos[k] + 1,
+                r->cat_total[k], p->failed);
 }
 
-/* One JSON line per finished test into the results file. */
+/* One JSON line per finished test into the channel file (i: the test's
+** index in the selection). */
 static void channel_write(const run *r, size_t i, const cf_outcome *o,
                           double t0, double t1)
 {
-    static const char *const st[] = {"pass", "fail", "skip"};
+    char esc[4 * CF_MSG];
+    json_t *msg = json_string(o->msg);
+    if (msg == NULL) { /* not UTF-8: what the terminal would show */
+        cf_text_escape(o->msg, esc, sizeof esc);
+        msg = json_string(esc);
+    }
     json_t *ulp = json_array();
     for (size_t k = 0; k < o->n_ulp; k++)
         json_array_append_new(ulp, json_pack("[ssI]", o->ulp[k].op,
                                              o->ulp[k].dtype,
                                              (json_int_t)o->ulp[k].ulp));
-    json_t *line = json_pack("{sIsssfsfsfsssbso}", "i", (json_int_t)i, "s",
-                             st[o->status], "ms", t1 - t0, "t0", t0, "t1",
-                             t1, "msg", o->msg, "acc", o->acceptable, "ulp",
-                             ulp);
+    /* JSON has no infinity or NaN: -1 stands for them */
+    double maxabs = !o->abs_seen ? 0.0 : isfinite(o->max_abs) ? o->max_abs
+                                                               : -1.0;
+    json_t *line = json_pack("{sIsIsfsfsfsosbsosIsIsbsf}", "i", (json_int_t)i,
+                             "s", (json_int_t)o->status, "ms", t1 - t0, "t0",
+                             t0, "t1", t1, "msg", msg, "acc", o->acceptable,
+                             "ulp", ulp, "nat", (json_int_t)o->native, "fb",
+                             (json_int_t)o->fallback, "abs", o->abs_seen,
+                             "maxabs", maxabs);
     char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
     if (text) {
         size_t n = strlen(text);
         text[n] = '\n'; /* json_dumps' NUL becomes the line end */
         ssize_t w = write(r->chan, text, n + 1);
-        (void)w; /* a lost line only loses statistics; Check has the verdict */
+        (void)w; /* a lost line fails the test in collect() */
         free(text);
     }
     json_decref(line);
@@ -123,68 +154,131 @@ static void channel_write(const run *r, size_t i, const cf_outcome *o,
 START_TEST(conform_test)
 {
     const run *r = current;
-    const cf_test *t = r->sel[_i];
+    size_t i = r->todo[_i];
+    const cf_test *t = r->sel[i];
     char id[96];
     cf_outcome o;
     test_id(t, id, sizeof id);
     progress_start(r, (size_t)_i);
     double t0 = now_ms();
     cf_run_test(&r->tg, t, &o);
-    channel_write(r, (size_t)_i, &o, t0, now_ms());
-    progress_end(r, (size_t)_i, o.status == CF_FAIL);
-    if (o.status == CF_FAIL)
+    channel_write(r, i, &o, t0, now_ms());
+    int bad = o.status == CF_FAIL || o.status == CF_INVALID;
+    progress_end(r, (size_t)_i, bad);
+    if (bad)
         ck_abort_msg("%s: %s", id, o.msg);
 }
 END_TEST
 
 /* ---------------------------------------------------------------- probing */
 
-/* kiln_backend_probe in a child process (a CUDA driver must not be
-** initialised in the parent, whose children would inherit it unusable).
-** Returns the status; why receives the reason. */
-static kiln_status probe(const char *backend, char *why, size_t cap)
+typedef struct probe_out {
+    int status;            /* kiln_status of kiln_backend_probe */
+    char why[512];         /* why it is not usable */
+    char name[64];         /* kiln_context_backend */
+    char identity[512];    /* kiln_context_backend_identity */
+    int device;            /* where a segment ran: -1 host, -2 unknown */
+} probe_out;
+
+/* The child's side of probe(): what `backend` is, in *p. */
+static void probe_child(const char *backend, int device, probe_out *p)
+{
+    kiln_status st = kiln_backend_probe(backend, p->why, sizeof p->why);
+    p->status = (int)st;
+    p->device = -2;
+    if (st != KILN_OK)
+        return;
+    kiln_context_config c;
+    kiln_context *ctx = NULL;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    c.backend = backend;
+    c.device = device;
+    c.use_env_override = 1;
+    if (kiln_context_create(&c, &ctx) != KILN_OK) {
+        p->status = (int)KILN_ERR_BACKEND_UNAVAILABLE;
+        snprintf(p->why, sizeof p->why, "%s", kiln_last_error());
+        return;
+    }
+    snprintf(p->name, sizeof p->name, "%s", kiln_context_backend(ctx));
+    if (kiln_context_backend_identity(ctx, p->identity, sizeof p->identity) !=
+        KILN_OK)
+        snprintf(p->identity, sizeof p->identity, "unknown (%s)",
+                 kiln_last_error());
+    /* One execute tells where this backend's segments run. */
+    static const char kf[] =
+        "kiln.fusion 1\n%0 = input f32 [?]\n%1 = neg %0\noutput %1\n";
+    kiln_fusion *f = NULL;
+    kiln_tensor *in = NULL, *out = NULL;
+    kiln_exec_info *info = NULL;
+    int64_t one = 1;
+    float x = 1.0f;
+    kiln_segment_info si;
+    memset(&si, 0, sizeof si);
+    si.struct_size = sizeof si;
+    if (kiln_fusion_parse(kf, sizeof kf - 1, &f) == KILN_OK &&
+        kiln_exec_info_create(&info) == KILN_OK &&
+        kiln_tensor_create(NULL, KILN_F32, 1, &one, NULL, KILN_MEM_HOST, &x,
+                           &in) == KILN_OK &&
+        kiln_execute(ctx, f, &in, 1, &out, 1, NULL, info) == KILN_OK &&
+        kiln_exec_info_segment(info, 0, &si) == KILN_OK &&
+        si.kind != KILN_SEG_REFERENCE)
+        p->device = si.device;
+    kiln_tensor_destroy(out);
+    kiln_tensor_destroy(in);
+    kiln_exec_info_destroy(info);
+    kiln_fusion_destroy(f);
+    kiln_context_destroy(ctx);
+}
+
+/* probe_child in a child process (a CUDA driver must not be initialised
+** in the parent, whose children would inherit it unusable). */
+static void probe(const char *backend, int device, probe_out *p)
 {
     int fd[2];
-    why[0] = '\0';
+    memset(p, 0, sizeof *p);
+    p->device = -2;
+    p->status = (int)KILN_ERR_IO;
     if (pipe(fd) != 0) {
-        snprintf(why, cap, "pipe: %s", strerror(errno));
-        return KILN_ERR_IO;
+        snprintf(p->why, sizeof p->why, "pipe: %s", strerror(errno));
+        return;
     }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         close(fd[0]);
         close(fd[1]);
-        snprintf(why, cap, "fork: %s", strerror(errno));
-        return KILN_ERR_IO;
+        snprintf(p->why, sizeof p->why, "fork: %s", strerror(errno));
+        return;
     }
     if (pid == 0) {
-        char msg[512];
+        probe_out c;
+        memset(&c, 0, sizeof c);
         close(fd[0]);
-        kiln_status st = kiln_backend_probe(backend, msg, sizeof msg);
-        int code = (int)st;
-        ssize_t w = write(fd[1], &code, sizeof code);
-        w += write(fd[1], msg, strnlen(msg, sizeof msg - 1));
-        _exit(w > 0 ? 0 : 1);
+        probe_child(backend, device, &c);
+        ssize_t w = write(fd[1], &c, sizeof c);
+        _exit(w == (ssize_t)sizeof c ? 0 : 1);
     }
     close(fd[1]);
-    int code = -1;
     size_t got = 0;
-    char buf[520];
     ssize_t n;
-    while ((n = read(fd[0], buf + got, sizeof buf - 1 - got)) > 0)
+    probe_out c;
+    while (got < sizeof c &&
+           (n = read(fd[0], (char *)&c + got, sizeof c - got)) > 0)
         got += (size_t)n;
     close(fd[0]);
     int ws = 0;
     waitpid(pid, &ws, 0);
-    if (got < sizeof code) {
-        snprintf(why, cap, "the probe of '%s' crashed (status %d)", backend, ws);
-        return KILN_ERR_BACKEND_UNAVAILABLE;
+    if (got < sizeof c) {
+        p->status = (int)KILN_ERR_BACKEND_UNAVAILABLE;
+        snprintf(p->why, sizeof p->why, "the probe of '%.300s' crashed "
+                 "(wait status %d)", backend, ws);
+        return;
     }
-    memcpy(&code, buf, sizeof code);
-    buf[got] = '\0';
-    snprintf(why, cap, "%.500s", buf + sizeof code);
-    return (kiln_status)code;
+    *p = c;
+    p->why[sizeof p->why - 1] = '\0';
+    p->name[sizeof p->name - 1] = '\0';
+    p->identity[sizeof p->identity - 1] = '\0';
 }
 
 /* ----------------------------------------------------------------- usage */
@@ -193,19 +287,33 @@ static void usage(FILE *out)
 {
     fprintf(out,
 "usage: kiln conform [OPTIONS]\n"
+"       kiln conform --check-results FILE.json [--vectors DIR]\n"
+"                    [--expectations FILE]\n"
 "\n"
-"Run the conformance suite (conformance/vectors/*.json) against a backend.\n"
-"Every vector test is a Check test run in its own process (fork mode), so a\n"
-"crashing backend fails one test.  Exit status: 0 when every test that ran\n"
-"passed (skips print their reason), 1 when a test failed or the vectors\n"
-"could not be read, 2 on a usage error.\n"
+"Run the conformance suite against a backend.  Every vector test is a\n"
+"Check test run in its own process (fork mode), so a crashing backend\n"
+"fails one test.  Each test ends in one result: pass, fail, unsupported\n"
+"(the backend declined a segment the test needs: it ran on the reference\n"
+"fallback), skip (with its reason) or invalid-vector.\n"
+"\n"
+"Exit status: 0 when no test failed, no vector was invalid, no result\n"
+"contradicts the expectations file, and at least one test ran on the\n"
+"backend under test and passed; 1 otherwise, and when the backend is not\n"
+"available here, the vectors cannot be read or a report cannot be\n"
+"written; 2 on a usage error (an unknown backend or an unreadable plugin\n"
+"included); 77 when the backend is not available and --allow-unavailable\n"
+"was given.\n"
 "\n"
 "options:\n"
 "  --backend NAME     ref, cuda, nvrtc, auto (default: cuda when usable,\n"
-"                     else ref), or a backend plugin: a path, or a file\n"
-"                     name ending in .so (in the current directory)\n"
+"                     else ref), or a backend plugin: a path, a file name\n"
+"                     ending in .so (in the current directory), or a\n"
+"                     versioned soname (the dynamic loader's search)\n"
 "  --device N         device ordinal for device backends (default 0)\n"
-"  --vectors DIR      vector directory (default: conformance/vectors)\n"
+"  --vectors DIR      vector directory (default: $KILN_VECTORS, else the\n"
+"                     installed suite PREFIX/share/kiln/vectors next to\n"
+"                     this kiln's bin directory, else the source tree's\n"
+"                     conformance/vectors above this kiln)\n"
 "  --category NAME    run only this category (repeatable): options.parse,\n"
 "                     options.precedence, cache.isolation, numerics,\n"
 "                     differential\n"
@@ -215,6 +323,24 @@ static void usage(FILE *out)
 "  --shard I/N        run the I-th of N deterministic shares (1 <= I <= N):\n"
 "                     test k of the selection (suite order) runs in shard\n"
 "                     (k mod N) + 1\n"
+"  --skip-flag NAME   skip (result skip, not run) the tests carrying flag\n"
+"                     NAME (repeatable; a flag no vector file defines is\n"
+"                     a usage error)\n"
+"  --expectations FILE  known results: lines PATTERN RESULT REASON, RESULT\n"
+"                     fail, unsupported or skip; any other result of a\n"
+"                     listed test fails the run (an unexpected pass too)\n"
+"  --write-expectations FILE  write the fail and unsupported results (and\n"
+"                     the expected skips) of this run as an expectations\n"
+"                     file\n"
+"  --strict           unsupported is a failure (a backend that claims the\n"
+"                     whole contract)\n"
+"  --allow-unavailable  a backend not available here exits 77 instead of 1\n"
+"  --results FILE.json  write one record per test, stamped with the suite\n"
+"                     and runner versions, the vector hashes, the backend\n"
+"                     identity, the command line and the options\n"
+"  --check-results FILE.json  verify a results file against the suite:\n"
+"                     hashes, every selected test exactly once, no result\n"
+"                     contradicting its expectation, and a passing verdict\n"
 "  --list             print the selected test ids and exit\n"
 "  --tap FILE         write TAP version 13\n"
 "  --junit FILE       write JUnit XML\n"
@@ -224,17 +350,18 @@ static void usage(FILE *out)
 "                     (not in this build)\n"
 "  -h, --help         this text\n"
 "\n"
-"Options take their value as --opt VALUE or --opt=VALUE.  The --tap,\n"
-"--junit and --report files are checked before any test runs (a path that\n"
-"cannot be written is a usage error), and each is replaced in one step\n"
-"when the run ends (written to a temporary file in the same directory,\n"
-"then renamed), so concurrent runs never mix their reports.\n"
+"Options take their value as --opt VALUE or --opt=VALUE.  The output\n"
+"files (--tap, --junit, --report, --results, --write-expectations) are\n"
+"checked before any test runs (a path that cannot be written is a usage\n"
+"error), and each is replaced in one step when the run ends (written to a\n"
+"temporary file in the same directory, then renamed), so concurrent runs\n"
+"never mix their reports.\n"
 "\n"
-"Environment: CK_FORK=no runs every test in this process (faster on a GPU,\n"
-"but a crash ends the run); there the runner holds one context of the\n"
-"backend for the whole run, unless KILN_CONFORM_KEEPALIVE=0.\n"
-"KILN_ENABLE/KILN_DISABLE/KILN_DUMP do not affect the suite: each test\n"
-"states its own environment.\n");
+"Environment: KILN_VECTORS (see --vectors).  CK_FORK=no runs every test\n"
+"in this process (faster on a GPU, but a crash ends the run); there the\n"
+"runner holds one context of the backend for the whole run, unless\n"
+"KILN_CONFORM_KEEPALIVE=0.  KILN_ENABLE/KILN_DISABLE/KILN_DUMP do not\n"
+"affect the suite: each test states its own environment.\n");
 }
 
 /* ------------------------------------------------------------ selection */
@@ -324,47 +451,71 @@ static int load_dir(const char *dir, run *r)
     return 0;
 }
 
-/* Default vector directory: ./conformance/vectors, else next to the
-** binary (BUILD/kiln -> BUILD/../conformance/vectors). */
-static const char *default_vectors(char *buf, size_t cap)
+static int is_dir(const char *path)
 {
-    DIR *d = opendir("conformance/vectors");
-    if (d) {
-        closedir(d);
-        return "conformance/vectors";
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Where the vectors are (docs/conformance.md, "Where the vectors come
+** from"): --vectors, else $KILN_VECTORS, else the installed suite
+** (<bindir>/../share/kiln/vectors), else a source tree holding this kiln
+** (conformance/vectors in the binary's directory or up to two above it).
+** Returns the directory (option, environment, or buf) and *from; NULL,
+** with the message on stderr, when none is found. */
+static const char *find_vectors(const char *opt, char *buf, size_t cap,
+                                const char **from)
+{
+    if (opt != NULL) {
+        *from = "--vectors";
+        return opt;
     }
-    char exe[4096];
+    const char *env = getenv("KILN_VECTORS");
+    if (env != NULL && *env) {
+        *from = "KILN_VECTORS";
+        return env;
+    }
+    char exe[4096], installed[4200] = "(unknown)", tree[4200] = "(unknown)";
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
+    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
+    if (slash != NULL) {
+        *slash = '\0'; /* exe: the binary's directory */
+        snprintf(installed, sizeof installed, "%s/../share/kiln/vectors", exe);
+        if (is_dir(installed)) {
+            *from = "installed suite";
+            snprintf(buf, cap, "%s", installed);
+            return buf;
+        }
+        snprintf(tree, sizeof tree, "%s/conformance/vectors", exe);
         for (int up = 0; up < 3; up++) {
-            char *slash = strrchr(exe, '/');
-            if (slash == NULL)
-                break;
-            *slash = '\0';
             snprintf(buf, cap, "%s/conformance/vectors", exe);
-            if ((d = opendir(buf)) != NULL) {
-                closedir(d);
+            if (is_dir(buf)) {
+                *from = "source tree";
                 return buf;
             }
+            char *s = strrchr(exe, '/');
+            if (s == NULL)
+                break;
+            *s = '\0';
         }
     }
-    return "conformance/vectors";
+    fprintf(stderr,
+            "kiln conform: no conformance vectors found: give --vectors DIR, "
+            "or set KILN_VECTORS=DIR, or install the suite (`make install` "
+            "puts it in PREFIX/share/kiln/vectors); looked in %s (installed "
+            "suite) and in conformance/vectors from %s up two directories "
+            "(source tree)\n", installed, tree);
+    return NULL;
 }
 
 /* --------------------------------------------------------------- results */
 
 /* Read the children's JSON lines back and merge them with Check's
-** verdicts (results[k] is the k-th test run). */
-static void collect(const run *r, SRunner *sr, cf_result *res,
-                    cf_ulp_row **ulps, size_t *n_ulps)
+** verdicts (Check's k-th result is test todo[k]).  res[] already holds
+** every selected test, the ones that do not run as skips. */
+static void collect(const run *r, SRunner *sr, cf_result *res)
 {
-    for (size_t i = 0; i < r->n_sel; i++) {
-        res[i].test = r->sel[i];
-        test_id(r->sel[i], res[i].id, sizeof res[i].id);
-        res[i].status = CF_PASS;
-    }
-    /* The results file: one line per finished test. */
+    /* The channel file: one line per finished test. */
     off_t size = lseek(r->chan, 0, SEEK_END);
     char *text = size > 0 ? malloc((size_t)size + 1) : NULL;
     size_t got = 0;
@@ -382,84 +533,66 @@ static void collect(const run *r, SRunner *sr, cf_result *res,
         *e = '\0';
         json_t *j = json_loads(p, 0, NULL);
         json_t *ulp = NULL;
-        json_int_t i = -1, acc = 0;
-        const char *s = NULL, *msg = NULL;
-        double ms = 0, t0 = 0, t1 = 0;
-        if (j && json_unpack(j, "{sIsssFsFsFsssbso}", "i", &i, "s", &s, "ms",
-                             &ms, "t0", &t0, "t1", &t1, "msg", &msg, "acc",
-                             &acc, "ulp", &ulp) == 0 &&
-            i >= 0 && (size_t)i < r->n_sel) {
+        json_int_t i = -1, st = -1, acc = 0, nat = 0, fb = 0, abs = 0;
+        const char *msg = NULL;
+        double ms = 0, t0 = 0, t1 = 0, maxabs = 0;
+        if (j && json_unpack(j, "{sIsIsFsFsFsssbsosIsIsbsF}", "i", &i, "s",
+                             &st, "ms", &ms, "t0", &t0, "t1", &t1, "msg",
+                             &msg, "acc", &acc, "ulp", &ulp, "nat", &nat,
+                             "fb", &fb, "abs", &abs, "maxabs", &maxabs) == 0 &&
+            i >= 0 && (size_t)i < r->n_sel && st >= 0 && st < CF_N_STATUS) {
             cf_result *rs = &res[i];
             seen[i] = 1;
             rs->ms = ms;
             rs->t0 = t0;
             rs->t1 = t1;
             rs->acceptable = (int)acc;
-            rs->status = strcmp(s, "skip") == 0   ? CF_SKIP
-                         : strcmp(s, "fail") == 0 ? CF_FAIL
-                                                  : CF_PASS;
+            rs->status = (cf_status)st;
+            rs->native = (uint64_t)nat;
+            rs->fallback = (uint64_t)fb;
+            rs->abs_seen = (int)abs;
+            rs->max_abs = maxabs < 0 ? INFINITY : maxabs;
             if (rs->status != CF_PASS)
                 rs->msg = strdup(msg);
-            for (size_t k = 0; k < json_array_size(ulp); k++) {
+            for (size_t k = 0; k < json_array_size(ulp) &&
+                               rs->n_ulp < CF_MAX_ULP_STATS; k++) {
                 const char *op = NULL, *dt = NULL;
                 json_int_t u;
                 if (json_unpack(json_array_get(ulp, k), "[ssI]", &op, &dt, &u))
                     continue;
-                size_t m = 0;
-                while (m < *n_ulps && (strcmp((*ulps)[m].op, op) != 0 ||
-                                       strcmp((*ulps)[m].dtype, dt) != 0))
-                    m++;
-                if (m == *n_ulps) {
-                    cf_ulp_row *nu = realloc(*ulps, (m + 1) * sizeof **ulps);
-                    if (nu == NULL)
-                        continue;
-                    *ulps = nu;
-                    memset(&nu[m], 0, sizeof nu[m]);
-                    snprintf(nu[m].op, sizeof nu[m].op, "%s", op);
-                    snprintf(nu[m].dtype, sizeof nu[m].dtype, "%s", dt);
-                    (*n_ulps)++;
-                }
-                if ((uint64_t)u > (*ulps)[m].ulp)
-                    (*ulps)[m].ulp = (uint64_t)u;
-                (*ulps)[m].tests++;
+                cf_ulp_stat *us = &rs->ulp[rs->n_ulp++];
+                snprintf(us->op, sizeof us->op, "%s", op);
+                snprintf(us->dtype, sizeof us->dtype, "%s", dt);
+                us->ulp = (uint64_t)u;
             }
         }
         json_decref(j);
     }
-    /* Check's verdicts are authoritative: a crash or timeout leaves no
-    ** line, only Check's message ("Received signal 11", "Test timeout"). */
+    /* Check's verdicts are authoritative for failures: a crash or timeout
+    ** leaves no line, only Check's message ("Received signal 11", "Test
+    ** timeout"); a test Check saw pass without a line fails too. */
     TestResult **tr = srunner_results(sr);
     size_t ntr = (size_t)srunner_ntests_run(sr);
-    for (size_t k = 0; tr && k < ntr && k < r->n_sel; k++) {
-        int rt = tr_rtype(tr[k]);
-        cf_result *rs = &res[k];
-        if (rt == CK_PASS) {
-            if (rs->status == CF_FAIL) { /* cannot happen; be explicit */
-                free(rs->msg);
-                rs->msg = NULL;
-                rs->status = CF_PASS;
-            }
+    for (size_t k = 0; k < r->n_todo; k++) {
+        cf_result *rs = &res[r->todo[k]];
+        int rt = tr && k < ntr ? tr_rtype(tr[k]) : CK_ERROR;
+        int fails = rs->status == CF_FAIL || rs->status == CF_INVALID;
+        if (rt == CK_PASS && seen && seen[r->todo[k]] && !fails)
             continue;
-        }
-        if (rs->status != CF_FAIL || rs->msg == NULL || !seen[k]) {
-            char m[CF_MSG];
-            snprintf(m, sizeof m, "%s%s", rt == CK_ERROR ? "error: " : "",
-                     tr_msg(tr[k]) ? tr_msg(tr[k]) : "failed");
-            free(rs->msg);
-            rs->msg = strdup(m);
-        }
+        if (rt != CK_PASS && fails && rs->msg != NULL)
+            continue; /* the child's own failure message */
+        char m[CF_MSG];
+        snprintf(m, sizeof m, "%s%s", rt == CK_ERROR ? "error: " : "",
+                 rt == CK_PASS ? "the test reported no result"
+                 : tr && k < ntr && tr_msg(tr[k]) ? tr_msg(tr[k])
+                                                  : "failed");
+        free(rs->msg);
+        rs->msg = strdup(m);
         rs->status = CF_FAIL;
     }
     free(tr);
     free(seen);
     free(text);
-}
-
-static int cmp_ulp(const void *a, const void *b)
-{
-    const cf_ulp_row *x = a, *y = b;
-    int c = strcmp(x->op, y->op);
-    return c ? c : strcmp(x->dtype, y->dtype);
 }
 
 /* ------------------------------------------------------------------ main */
@@ -488,9 +621,536 @@ static int parse_shard(const char *s, long *i, long *n)
     return e == t || *e != '\0' || *n < 1 || *i < 1 || *i > *n;
 }
 
+/* The selection options (also what a results file records). */
+typedef struct selection {
+    const char **cats;
+    size_t n_cats;
+    const char *filter, *exclude;
+    long shard_i, shard_n;
+} selection;
+
+/* Select the tests of r->files into r->sel: categories, then filter and
+** exclude, then the shard (suite order).  Non-zero with a message on
+** stderr for a bad regex (2) or out of memory (1). */
+static int select_tests(run *r, const selection *q)
+{
+    regex_t re, xre;
+    int have_re = 0, have_xre = 0, rc = 0;
+    if (q->filter && compile_re(&re, q->filter, "--filter"))
+        return 2;
+    have_re = q->filter != NULL;
+    if (q->exclude && compile_re(&xre, q->exclude, "--exclude")) {
+        if (have_re)
+            regfree(&re);
+        return 2;
+    }
+    have_xre = q->exclude != NULL;
+    size_t total = 0, k = 0;
+    for (size_t f = 0; f < r->n_files; f++)
+        total += r->files[f].n_tests;
+    free(r->sel);
+    r->n_sel = 0;
+    r->sel = calloc(total + 1, sizeof *r->sel);
+    if (r->sel == NULL)
+        rc = 1;
+    for (size_t f = 0; !rc && f < r->n_files; f++) {
+        int want = q->n_cats == 0;
+        for (size_t c = 0; c < q->n_cats; c++)
+            want |= strcmp(q->cats[c], r->files[f].category) == 0;
+        if (!want)
+            continue;
+        for (size_t t = 0; t < r->files[f].n_tests; t++) {
+            const cf_test *ts = &r->files[f].tests[t];
+            char id[96];
+            test_id(ts, id, sizeof id);
+            if (have_re && regexec(&re, id, 0, NULL, 0) != 0 &&
+                regexec(&re, ts->comment, 0, NULL, 0) != 0)
+                continue;
+            if (have_xre && (regexec(&xre, id, 0, NULL, 0) == 0 ||
+                             regexec(&xre, ts->comment, 0, NULL, 0) == 0))
+                continue;
+            if ((long)(k++ % (size_t)q->shard_n) != q->shard_i - 1)
+                continue;
+            r->sel[r->n_sel++] = ts;
+        }
+    }
+    if (have_re)
+        regfree(&re);
+    if (have_xre)
+        regfree(&xre);
+    return rc;
+}
+
+/* Every name of a category asked for exists in the files; 0 or 2. */
+static int check_categories(const run *r, const selection *q,
+                            const char *vectors)
+{
+    for (size_t c = 0; c < q->n_cats; c++) {
+        size_t f = 0;
+        while (f < r->n_files && strcmp(r->files[f].category, q->cats[c]) != 0)
+            f++;
+        if (f < r->n_files)
+            continue;
+        char e[400];
+        cf_text_escape(q->cats[c], e, sizeof e);
+        fprintf(stderr, "kiln conform: no category '%s' in %s; present:", e,
+                vectors);
+        for (size_t k = 0; k < r->n_files; k++) {
+            cf_text_escape(r->files[k].category, e, sizeof e);
+            fprintf(stderr, " %s", e);
+        }
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* Is `name` defined in the notes of a loaded file (some test carries it)? */
+static int flag_known(const run *r, const char *name)
+{
+    for (size_t f = 0; f < r->n_files; f++)
+        for (size_t t = 0; t < r->files[f].n_tests; t++)
+            if (cf_test_has_flag(&r->files[f].tests[t], name))
+                return 1;
+    return 0;
+}
+
+static void run_free(run *r)
+{
+    if (r->chan >= 0)
+        close(r->chan);
+    if (r->prog)
+        munmap(r->prog, sizeof *r->prog);
+    for (size_t f = 0; f < r->n_files; f++)
+        cf_file_free(&r->files[f]);
+    free(r->files);
+    free(r->sel);
+    free(r->todo);
+    free(r->cat_pos);
+    free(r->cat_total);
+    memset(r, 0, sizeof *r);
+    r->chan = -1;
+}
+
+/* ------------------------------------------------------ backend checks */
+
+/* A plugin named by a path (a '/' in it) or by a file name ending in
+** ".so" (a file in the current directory) must be a readable regular
+** file; the rule mirrors runtime/context.c.  Returns 0, or 2 after a
+** usage message (cli_usage's value). */
+static int check_backend_name(const char *cmd, const char *b)
+{
+    static const char *const builtin[] = {"auto", "ref", "cuda", "nvrtc"};
+    for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
+        if (strcmp(b, builtin[i]) == 0)
+            return 0;
+    size_t n = strlen(b);
+    int slash = strchr(b, '/') != NULL;
+    int so = n > 3 && strcmp(b + n - 3, ".so") == 0;
+    if (!slash && !so) {
+        if (strstr(b, ".so.") != NULL)
+            return 0; /* a versioned soname: the loader's search decides */
+        return cli_usage(cmd, "unknown backend '%s' (valid: ref, cuda, nvrtc, "
+                         "auto, or a plugin: a path, a file name ending in "
+                         ".so, or a versioned soname)", b);
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s%s", slash ? "" : "./", b);
+    struct stat st;
+    if (stat(path, &st) != 0 || access(path, R_OK) != 0)
+        return cli_usage(cmd, "--backend %s: cannot read the plugin '%s': %s",
+                         b, path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return cli_usage(cmd, "--backend %s: '%s' is not a file", b, path);
+    unsigned char magic[4] = {0};
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(magic, 1, sizeof magic, f) : 0;
+    if (f)
+        fclose(f);
+    if (got != 4 || memcmp(magic, "\x7f" "ELF", 4) != 0)
+        return cli_usage(cmd, "--backend %s: '%s' is not a shared object (no "
+                         "ELF header)", b, path);
+    return 0;
+}
+
+/* Decide the backend: *chosen, the note, and what the probe found.
+** Returns 0, 2 (usage: not a Kiln backend), 1 or EXIT_UNAVAILABLE (not
+** available here), with the message on stderr. */
+static int choose_backend(const char *cmd, const char *backend, int device,
+                          int allow_unavailable, const char **chosen,
+                          char *note, size_t note_cap, probe_out *p)
+{
+    *chosen = backend;
+    note[0] = '\0';
+    if (strcmp(backend, "auto") == 0) {
+        probe("cuda", device, p);
+        if (p->status == KILN_OK) {
+            *chosen = "cuda";
+            snprintf(note, note_cap, "auto: cuda is usable");
+            return 0;
+        }
+        *chosen = "ref";
+        snprintf(note, note_cap, "auto: cuda not usable: %s", p->why);
+    }
+    probe(*chosen, device, p);
+    if (p->status == KILN_OK)
+        return 0;
+    char e1[400], e2[2100];
+    cf_text_escape(*chosen, e1, sizeof e1);
+    cf_text_escape(p->why, e2, sizeof e2);
+    if (p->status == KILN_ERR_ABI) {
+        cli_usage(cmd, "--backend %s is not a usable Kiln backend plugin: %s",
+                  e1, e2);
+        return 2;
+    }
+    fprintf(stderr, "kiln conform: backend %s is not available here: %s\n",
+            e1, e2);
+    if (allow_unavailable) {
+        fprintf(stderr, "kiln conform: nothing ran; exit %d "
+                "(--allow-unavailable)\n", EXIT_UNAVAILABLE);
+        return EXIT_UNAVAILABLE;
+    }
+    fprintf(stderr, "kiln conform: nothing ran (--allow-unavailable makes "
+            "this exit %d)\n", EXIT_UNAVAILABLE);
+    return 1;
+}
+
+/* ------------------------------------------------------ terminal output */
+
+/* Print results of status `st` grouped by message: one line per distinct
+** message (at most `max_groups`, then a count of the rest). */
+static void print_grouped(const cf_summary *s, cf_status st, const char *tag,
+                          size_t max_groups)
+{
+    char e1[4 * CF_MSG], e3[4 * CF_MSG];
+    size_t groups = 0, left = 0;
+    for (size_t i = 0; i < s->n_results; i++) {
+        const cf_result *r = &s->results[i];
+        if (r->status != st || r->msg == NULL || r->expect != NULL)
+            continue;
+        int first = 1;
+        for (size_t j = 0; j < i && first; j++)
+            first = !(s->results[j].status == st && s->results[j].msg &&
+                      s->results[j].expect == NULL &&
+                      strcmp(s->results[j].msg, r->msg) == 0);
+        if (!first)
+            continue;
+        size_t same = 0;
+        for (size_t j = i; j < s->n_results; j++)
+            same += s->results[j].status == st && s->results[j].msg &&
+                    s->results[j].expect == NULL &&
+                    strcmp(s->results[j].msg, r->msg) == 0;
+        if (groups++ >= max_groups) {
+            left += same;
+            continue;
+        }
+        cf_text_escape(r->id, e1, sizeof e1);
+        cf_text_escape(r->msg, e3, sizeof e3);
+        if (same == 1)
+            printf("%s %s: %s\n", tag, e1, e3);
+        else
+            printf("%s %zu tests (%s, ...): %s\n", tag, same, e1, e3);
+    }
+    if (left)
+        printf("%s %zu more tests with %zu other reasons (--report lists "
+               "every test)\n", tag, left, groups - max_groups);
+}
+
+static void print_results(const cf_summary *s)
+{
+    char e1[4 * CF_MSG], e2[4 * CF_MSG], e3[4 * CF_MSG];
+    for (size_t i = 0; i < s->n_results; i++) {
+        const cf_result *r = &s->results[i];
+        if (!r->fails_run)
+            continue;
+        cf_text_escape(r->id, e1, sizeof e1);
+        cf_text_escape(r->test->comment, e2, sizeof e2);
+        cf_text_escape(r->msg ? r->msg : "", e3, sizeof e3);
+        if (r->unexpected) {
+            char e4[4 * CF_MSG];
+            cf_text_escape(r->expect->reason, e4, sizeof e4);
+            printf("UNEXPECTED %s (%s): %s, expected %s (line %d: %s)%s%s\n",
+                   e1, e2, cf_status_name(r->status),
+                   cf_status_name(r->expect->result), r->expect->line, e4,
+                   r->msg ? ": " : "", e3);
+        } else {
+            printf("%s %s (%s): %s\n",
+                   r->status == CF_INVALID       ? "INVALID"
+                   : r->status == CF_UNSUPPORTED ? "UNSUPPORTED (--strict)"
+                                                 : "FAIL",
+                   e1, e2, e3);
+        }
+    }
+    if (!s->strict)
+        print_grouped(s, CF_UNSUPPORTED, "UNSUPPORTED", 20);
+    print_grouped(s, CF_SKIP, "SKIP", 20);
+    if (s->verdict.expected)
+        printf("EXPECTED %zu results as the expectations file says\n",
+               s->verdict.expected);
+    if (s->expect != NULL)
+        for (size_t i = 0; i < s->expect->n; i++)
+            if (s->expect->lines[i].uses == 0) {
+                cf_text_escape(s->expect->lines[i].pattern, e1, sizeof e1);
+                printf("NOTE %s:%d: '%s' matches no selected test\n",
+                       s->expect->path, s->expect->lines[i].line, e1);
+            }
+}
+
+/* ---------------------------------------------------- --check-results */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A problem of a results file, printed; returns 1. */
+static int problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int problem(const char *fmt, ...)
+{
+    char buf[2 * CF_MSG], esc[8 * CF_MSG];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    cf_text_escape(buf, esc, sizeof esc);
+    printf("check-results: %s\n", esc);
+    return 1;
+}
+
+/* The strings of a JSON list (borrowed) into a malloc'd array. */
+static const char **json_list(json_t *l, size_t *n)
+{
+    *n = json_array_size(l);
+    const char **v = calloc(*n + 1, sizeof *v);
+    for (size_t i = 0; v && i < *n; i++)
+        v[i] = json_string_value(json_array_get(l, i));
+    return v;
+}
+
+/* Compare the vector files of the results file with the loaded ones. */
+static int check_files(const cf_results_doc *d, const run *r)
+{
+    int bad = 0;
+    char all[65];
+    const char *ver = r->n_files ? r->files[0].suite_version : "?";
+    if (strcmp(d->suite_version, ver) != 0)
+        bad |= problem("suite version %s in the results file, %s installed",
+                       d->suite_version, ver);
+    for (size_t i = 0; i < json_array_size(d->files); i++) {
+        json_t *f = json_array_get(d->files, i);
+        const char *name = json_string_value(json_object_get(f, "name"));
+        const char *sha = json_string_value(json_object_get(f, "sha256"));
+        size_t k = 0;
+        while (k < r->n_files) {
+            const char *b = strrchr(r->files[k].path, '/');
+            if (strcmp(b ? b + 1 : r->files[k].path, name) == 0)
+                break;
+            k++;
+        }
+        if (k == r->n_files)
+            bad |= problem("%s: in the results file, not in the installed "
+                           "suite", name);
+        else if (strcmp(sha, r->files[k].sha256) != 0)
+            bad |= problem("%s: SHA-256 %s in the results file, %s installed",
+                           name, sha, r->files[k].sha256);
+    }
+    if (json_array_size(d->files) != r->n_files)
+        bad |= problem("%zu vector files in the results file, %zu installed",
+                       json_array_size(d->files), r->n_files);
+    cf_vectors_hash(r->files, r->n_files, all);
+    if (strcmp(all, d->vectors_sha256) != 0)
+        bad |= problem("suite hash %s in the results file, %s installed",
+                       d->vectors_sha256, all);
+    return bad;
+}
+
+/* The records against the selection: every selected test exactly once,
+** nothing else; results against expectations; the summary recounted. */
+static int check_records(const cf_results_doc *d, const run *r,
+                         cf_expectations *ex, const char **skip_flags,
+                         size_t n_skip, int strict, size_t *evidence)
+{
+    int bad = 0;
+    size_t n = r->n_sel, nrec = json_array_size(d->results);
+    char (*ids)[96] = calloc(n + 1, sizeof *ids);
+    const char **sorted = calloc(n + 1, sizeof *sorted);
+    int *count = calloc(n + 1, sizeof *count);
+    size_t tally[CF_N_STATUS] = {0}, fails = 0;
+    uint64_t nat = 0, fb = 0;
+    if (ids == NULL || sorted == NULL || count == NULL) {
+        free(ids);
+        free(sorted);
+        free(count);
+        return problem("out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        test_id(r->sel[i], ids[i], sizeof ids[i]);
+        sorted[i] = ids[i];
+    }
+    if (n > 0)
+        qsort(sorted, n, sizeof *sorted, cmp_str);
+    *evidence = 0;
+    for (size_t k = 0; k < nrec; k++) {
+        json_t *rec = json_array_get(d->results, k);
+        const char *id = json_string_value(json_object_get(rec, "id"));
+        const char **hit = n ? bsearch(&id, sorted, n, sizeof *sorted, cmp_str)
+                             : NULL;
+        if (hit == NULL) {
+            bad |= problem("results[%zu]: '%.96s' is not a selected test of "
+                           "the suite", k, id);
+            continue;
+        }
+        size_t pos = (size_t)(hit - sorted);
+        if (++count[pos] == 2)
+            bad |= problem("'%.96s' has more than one record", id);
+        int st = cf_status_parse(json_string_value(json_object_get(rec, "result")));
+        json_t *seg = json_object_get(rec, "segments");
+        json_int_t sn = json_integer_value(json_object_get(seg, "native"));
+        json_int_t sf = json_integer_value(json_object_get(seg, "fallback"));
+        tally[st]++;
+        nat += (uint64_t)sn;
+        fb += (uint64_t)sf;
+        if (st == CF_PASS && sn > 0)
+            (*evidence)++;
+        json_t *exp = json_object_get(rec, "expected");
+        int want = exp ? cf_status_parse(json_string_value(
+                             json_object_get(exp, "result")))
+                       : -1;
+        if (ex != NULL) {
+            const cf_expect_line *l = cf_expectations_match(ex, id, 1);
+            int fw = l ? (int)l->result : -1;
+            if (fw != want)
+                bad |= problem("'%.96s': the expectations file says %s, the "
+                               "results file %s", id,
+                               fw < 0 ? "nothing" : cf_status_name(fw),
+                               want < 0 ? "nothing" : cf_status_name(want));
+        }
+        if (want >= 0 && want != st) { /* invalid-vector is never expected */
+            fails++;
+            bad |= problem("'%.96s' is %s, contradicting its expectation %s",
+                           id, cf_status_name(st), cf_status_name(want));
+        } else if (want < 0 && (st == CF_FAIL || st == CF_INVALID ||
+                                (st == CF_UNSUPPORTED && strict))) {
+            fails++;
+        }
+        const cf_test *t =
+            r->sel[((const char *)sorted[pos] - (const char *)ids) / sizeof ids[0]];
+        for (size_t f = 0; f < n_skip; f++)
+            if (cf_test_has_flag(t, skip_flags[f]) && st != CF_SKIP)
+                bad |= problem("'%.96s' carries skipped flag %s but is %s",
+                               id, skip_flags[f], cf_status_name(st));
+    }
+    for (size_t i = 0; i < n; i++)
+        if (count[i] == 0)
+            bad |= problem("'%.96s' is selected but has no record", sorted[i]);
+    /* the summary must say what the records say */
+    for (int k = 0; k < CF_N_STATUS; k++) {
+        json_t *v = json_object_get(d->summary, cf_status_name((cf_status)k));
+        if (!json_is_integer(v) || (size_t)json_integer_value(v) != tally[k])
+            bad |= problem("summary.%s is not the %zu records that say %s",
+                           cf_status_name((cf_status)k), tally[k],
+                           cf_status_name((cf_status)k));
+    }
+    json_t *sn = json_object_get(d->summary, "nativeSegments");
+    json_t *sf = json_object_get(d->summary, "fallbackSegments");
+    if (!json_is_integer(sn) || (uint64_t)json_integer_value(sn) != nat ||
+        !json_is_integer(sf) || (uint64_t)json_integer_value(sf) != fb)
+        bad |= problem("summary segment counts differ from the records' "
+                       "(%llu native, %llu fallback)",
+                       (unsigned long long)nat, (unsigned long long)fb);
+    int pass = fails == 0 && *evidence > 0;
+    json_t *vd = json_object_get(d->summary, "verdict");
+    if (!json_is_string(vd) ||
+        strcmp(json_string_value(vd), pass ? "pass" : "fail") != 0)
+        bad |= problem("summary.verdict is not '%s', what the records show",
+                       pass ? "pass" : "fail");
+    if (!pass && !bad)
+        problem("the run it records did not pass: %zu results fail it, %zu "
+                "tests passed with native segments", fails, *evidence);
+    free(ids);
+    free(sorted);
+    free(count);
+    return bad || !pass;
+}
+
+static int check_results(const char *path, const char *vectors_opt,
+                         const char *expect_path)
+{
+    cf_results_doc d;
+    char err[2 * CF_MSG], vbuf[4200], esc[8 * CF_MSG];
+    const char *from = NULL;
+    int rc = 1;
+    run r;
+    memset(&r, 0, sizeof r);
+    r.chan = -1;
+    cf_expectations ex;
+    memset(&ex, 0, sizeof ex);
+    if (cf_results_read(path, &d, err, sizeof err)) {
+        cf_text_escape(err, esc, sizeof esc);
+        fprintf(stderr, "kiln conform: --check-results %s\n", esc);
+        return 1;
+    }
+    if (expect_path && cf_expectations_load(expect_path, &ex, err, sizeof err)) {
+        cf_text_escape(err, esc, sizeof esc);
+        fprintf(stderr, "kiln conform: --expectations %s\n", esc);
+        cf_results_free(&d);
+        return 2;
+    }
+    const char *vectors = find_vectors(vectors_opt, vbuf, sizeof vbuf, &from);
+    if (vectors == NULL || load_dir(vectors, &r) != 0)
+        goto done;
+    printf("check-results: %s against %s (%s)\n", path, vectors, from);
+    int bad = check_files(&d, &r);
+    selection q;
+    memset(&q, 0, sizeof q);
+    json_t *o = d.options;
+    q.cats = json_list(json_object_get(o, "categories"), &q.n_cats);
+    q.filter = json_string_value(json_object_get(o, "filter"));
+    q.exclude = json_string_value(json_object_get(o, "exclude"));
+    size_t n_skip = 0;
+    const char **skips = json_list(json_object_get(o, "skipFlags"), &n_skip);
+    if (q.cats == NULL || skips == NULL ||
+        parse_shard(json_string_value(json_object_get(o, "shard")), &q.shard_i,
+                    &q.shard_n) ||
+        select_tests(&r, &q) != 0) {
+        bad |= problem("options: the selection cannot be rebuilt");
+    } else {
+        if (expect_path && d.expectations &&
+            strcmp(json_string_value(json_object_get(d.expectations, "sha256")),
+                   ex.sha256) != 0)
+            bad |= problem("%s is not the expectations file of the run "
+                           "(SHA-256 %s, the run used %s)", expect_path,
+                           ex.sha256, json_string_value(json_object_get(
+                                          d.expectations, "sha256")));
+        size_t evidence = 0;
+        bad |= check_records(&d, &r, expect_path ? &ex : NULL, skips, n_skip,
+                             json_is_true(json_object_get(o, "strict")),
+                             &evidence);
+        if (!bad)
+            printf("check-results: OK: %zu records, every selected test once, "
+                   "suite %s (%s), verdict pass (%zu tests passed with native "
+                   "segments)\n", json_array_size(d.results), d.suite_version,
+                   d.vectors_sha256, evidence);
+    }
+    free(q.cats);
+    free(skips);
+    rc = bad ? 1 : 0;
+    if (bad)
+        printf("check-results: FAILED\n");
+done:
+    cf_expectations_free(&ex);
+    cf_results_free(&d);
+    run_free(&r);
+    return rc;
+}
+
+/* ----------------------------------------------------------------- run */
+
 enum {
     O_BACKEND, O_DEVICE, O_VECTORS, O_CATEGORY, O_FILTER, O_EXCLUDE, O_SHARD,
-    O_LIST, O_TAP, O_JUNIT, O_REPORT, O_TIMEOUT, O_SERDE
+    O_LIST, O_TAP, O_JUNIT, O_REPORT, O_TIMEOUT, O_SERDE, O_STRICT,
+    O_ALLOW_UNAVAILABLE, O_SKIP_FLAG, O_EXPECTATIONS, O_WRITE_EXPECTATIONS,
+    O_RESULTS, O_CHECK_RESULTS
 };
 static const cli_opt conform_opts[] = {
     [O_BACKEND] = {"--backend", CLI_VALUE},
@@ -506,26 +1166,120 @@ static const cli_opt conform_opts[] = {
     [O_REPORT] = {"--report", CLI_VALUE},
     [O_TIMEOUT] = {"--timeout", CLI_VALUE},
     [O_SERDE] = {"--serde", CLI_FLAG},
+    [O_STRICT] = {"--strict", CLI_FLAG},
+    [O_ALLOW_UNAVAILABLE] = {"--allow-unavailable", CLI_FLAG},
+    [O_SKIP_FLAG] = {"--skip-flag", CLI_VALUE},
+    [O_EXPECTATIONS] = {"--expectations", CLI_VALUE},
+    [O_WRITE_EXPECTATIONS] = {"--write-expectations", CLI_VALUE},
+    [O_RESULTS] = {"--results", CLI_VALUE},
+    [O_CHECK_RESULTS] = {"--check-results", CLI_VALUE},
     {NULL, CLI_FLAG},
 };
+
+/* Run the Check suite over r->todo; fills res.  0, or 1 on a setup
+** failure (message on stderr). */
+static int run_tests(run *r, const char *chosen, int device, double timeout,
+                     cf_result *res)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    char tmpl[4200];
+    snprintf(tmpl, sizeof tmpl, "%s/kiln-conform-XXXXXX",
+             tmpdir && *tmpdir ? tmpdir : "/tmp");
+    r->chan = mkstemp(tmpl);
+    if (r->chan < 0) {
+        fprintf(stderr, "kiln conform: channel file: %s\n", strerror(errno));
+        return 1;
+    }
+    unlink(tmpl);
+    fcntl(r->chan, F_SETFL, O_APPEND);
+    r->prog = mmap(NULL, sizeof *r->prog, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (r->prog == MAP_FAILED) {
+        r->prog = NULL;
+        fprintf(stderr, "kiln conform: mmap: %s\n", strerror(errno));
+        return 1;
+    }
+    memset(r->prog, 0, sizeof *r->prog);
+    Suite *s = suite_create("kiln-conformance");
+    for (size_t k = 0, start = 0; k <= r->n_todo; k++) {
+        if (k < r->n_todo &&
+            (k == start || r->sel[r->todo[k]]->category ==
+                               r->sel[r->todo[start]]->category))
+            continue;
+        TCase *tc = tcase_create(r->sel[r->todo[start]]->category);
+        tcase_set_timeout(tc, timeout);
+        tcase_add_loop_test(tc, conform_test, (int)start, (int)k);
+        suite_add_tcase(s, tc);
+        start = k;
+    }
+    SRunner *sr = srunner_create(s);
+    /* Without fork mode every test runs in this process: one context of
+    ** the backend held for the whole run keeps the device's context (and
+    ** the loaded libraries) alive, so the tests' own contexts do not
+    ** create and destroy it each time.  It compiles nothing and shares no
+    ** cache with them.  Not in fork mode: CUDA must not be live in a
+    ** process that forks. */
+    kiln_context *keep = NULL;
+    const char *ka = getenv("KILN_CONFORM_KEEPALIVE");
+    if (srunner_fork_status(sr) == CK_NOFORK && strcmp(chosen, "ref") != 0 &&
+        !(ka != NULL && strcmp(ka, "0") == 0)) {
+        kiln_context_config kc;
+        memset(&kc, 0, sizeof kc);
+        kc.struct_size = sizeof kc;
+        kc.backend = chosen;
+        kc.device = device;
+        kc.use_env_override = 1;
+        if (kiln_context_create(&kc, &keep) != KILN_OK)
+            keep = NULL; /* only slower; the tests report the cause */
+    }
+    current = r;
+    srunner_run_all(sr, CK_SILENT);
+    current = NULL;
+    kiln_context_destroy(keep);
+    if (r->tty)
+        fprintf(stderr, "\r\033[K");
+    collect(r, sr, res);
+    printf("\n");
+    fflush(stdout);
+    srunner_print(sr, CK_MINIMAL); /* Check's closing summary line */
+    srunner_free(sr);
+    return 0;
+}
 
 int kiln_cmd_conform(int argc, char **argv)
 {
     static const char cmd[] = "kiln conform";
-    const char *backend = "auto", *vectors = NULL, *filter = NULL;
-    const char *exclude = NULL;
-    const char *tap = NULL, *junit = NULL, *report = NULL, *shard = "1/1";
+    const char *backend = "auto", *vectors = NULL, *shard = "1/1";
+    const char *tap = NULL, *junit = NULL, *report = NULL, *results = NULL;
+    const char *check = NULL, *expect_path = NULL, *write_expect = NULL;
     const char **cats = calloc((size_t)argc + 1, sizeof *cats);
-    size_t n_cats = 0;
-    long device = 0, shard_i = 1, shard_n = 1;
+    const char **skip_flags = calloc((size_t)argc + 1, sizeof *skip_flags);
+    size_t n_skip = 0;
+    selection q;
+    long device = 0;
     double timeout = 60;
-    int list = 0, rc = 2;
-    char vbuf[4200];
-    if (cats == NULL)
+    int list = 0, strict = 0, allow_unavailable = 0, rc = 2;
+    char vbuf[4200], err[2 * CF_MSG], esc[8 * CF_MSG];
+    const char *vectors_from = NULL;
+    run r;
+    cf_expectations ex;
+    cf_result *res = NULL;
+    FILE *devnull = NULL;
+    memset(&q, 0, sizeof q);
+    memset(&r, 0, sizeof r);
+    memset(&ex, 0, sizeof ex);
+    r.chan = -1;
+    q.cats = cats;
+    q.shard_i = q.shard_n = 1;
+    if (cats == NULL || skip_flags == NULL) {
+        free(cats);
+        free(skip_flags);
         return 2;
+    }
     if (kiln_cli_wants_help(argc, argv)) {
         usage(stdout);
         free(cats);
+        free(skip_flags);
         return 0;
     }
     cli_args args;
@@ -544,12 +1298,12 @@ int kiln_cmd_conform(int argc, char **argv)
                 goto out;
             break;
         case O_VECTORS: vectors = v; break;
-        case O_CATEGORY: cats[n_cats++] = v; break;
-        case O_FILTER: filter = v; break;
-        case O_EXCLUDE: exclude = v; break;
+        case O_CATEGORY: cats[q.n_cats++] = v; break;
+        case O_FILTER: q.filter = v; break;
+        case O_EXCLUDE: q.exclude = v; break;
         case O_SHARD:
             shard = v;
-            if (parse_shard(shard, &shard_i, &shard_n)) {
+            if (parse_shard(shard, &q.shard_i, &q.shard_n)) {
                 cli_usage(cmd, "--shard needs I/N with 1 <= I <= N (got '%s')",
                           shard);
                 goto out;
@@ -572,97 +1326,80 @@ int kiln_cmd_conform(int argc, char **argv)
             fprintf(stderr, "kiln conform: --serde needs the on-disk kernel "
                     "database, not in this build\n");
             goto out;
+        case O_STRICT: strict = 1; break;
+        case O_ALLOW_UNAVAILABLE: allow_unavailable = 1; break;
+        case O_SKIP_FLAG: skip_flags[n_skip++] = v; break;
+        case O_EXPECTATIONS: expect_path = v; break;
+        case O_WRITE_EXPECTATIONS: write_expect = v; break;
+        case O_RESULTS: results = v; break;
+        case O_CHECK_RESULTS: check = v; break;
         default: goto out;
         }
     }
-    /* Report paths are checked now, not after the run. */
+    if (check != NULL) {
+        if (list || tap || junit || report || results || write_expect ||
+            q.n_cats || q.filter || q.exclude || n_skip || strict ||
+            strcmp(shard, "1/1") != 0 || strcmp(backend, "auto") != 0) {
+            cli_usage(cmd, "--check-results takes only --vectors and "
+                      "--expectations (the rest comes from the results "
+                      "file)");
+            goto out;
+        }
+        rc = check_results(check, vectors, expect_path);
+        goto out;
+    }
+    /* Output paths, the expectations file and the backend's name are
+    ** checked now, before anything is read or run. */
     if (!list) {
-        const char *const names[] = {"--report", "--junit", "--tap"};
-        const char *const paths[] = {report, junit, tap};
-        if (cli_check_outputs(cmd, names, paths, 3) != 0)
+        const char *const names[] = {"--report", "--junit", "--tap",
+                                     "--results", "--write-expectations"};
+        const char *const paths[] = {report, junit, tap, results, write_expect};
+        if (cli_check_outputs(cmd, names, paths, 5) != 0)
             goto out;
     }
-    regex_t re, xre;
-    int have_re = 0, have_xre = 0;
-    if (filter && compile_re(&re, filter, "--filter") == 0)
-        have_re = 1;
-    else if (filter)
-        goto out;
-    if (exclude && compile_re(&xre, exclude, "--exclude") == 0)
-        have_xre = 1;
-    else if (exclude) {
-        if (have_re)
-            regfree(&re);
+    if (expect_path && cf_expectations_load(expect_path, &ex, err, sizeof err)) {
+        cf_text_escape(err, esc, sizeof esc);
+        cli_usage(cmd, "--expectations %s", esc);
         goto out;
     }
+    char note[600] = "";
+    const char *chosen = backend;
+    probe_out pr;
+    memset(&pr, 0, sizeof pr);
+    if ((rc = check_backend_name(cmd, backend)) != 0)
+        goto out;
+    if (!list) {
+        rc = choose_backend(cmd, backend, (int)device, allow_unavailable,
+                            &chosen, note, sizeof note, &pr);
+        if (rc != 0)
+            goto out;
+    }
+    rc = 2;
 
-    run r;
-    FILE *devnull = NULL;
-    memset(&r, 0, sizeof r);
-    r.chan = -1;
-    if (vectors == NULL)
-        vectors = default_vectors(vbuf, sizeof vbuf);
-    if (load_dir(vectors, &r)) {
+    vectors = find_vectors(vectors, vbuf, sizeof vbuf, &vectors_from);
+    if (vectors == NULL || load_dir(vectors, &r)) {
         rc = 1;
         goto done;
     }
-    for (size_t c = 0; c < n_cats; c++) {
-        size_t f = 0;
-        while (f < r.n_files && strcmp(r.files[f].category, cats[c]) != 0)
-            f++;
-        if (f == r.n_files) {
-            fprintf(stderr, "kiln conform: no category '%s' in %s; present:",
-                    cats[c], vectors);
-            for (size_t k = 0; k < r.n_files; k++) {
-                char e[400];
-                cf_text_escape(r.files[k].category, e, sizeof e);
-                fprintf(stderr, " %s", e);
-            }
-            fprintf(stderr, "\n");
+    if (check_categories(&r, &q, vectors) != 0)
+        goto done;
+    for (size_t f = 0; f < n_skip; f++)
+        if (!flag_known(&r, skip_flags[f])) {
+            cf_text_escape(skip_flags[f], esc, sizeof esc);
+            cli_usage(cmd, "--skip-flag %s: no test in %s carries this flag "
+                      "(the flags are the 'notes' of each vector file)", esc,
+                      vectors);
             goto done;
         }
+    int sr = select_tests(&r, &q);
+    if (sr != 0) {
+        rc = sr;
+        goto done;
     }
-
-    /* Selection: categories, filter, then the shard (suite order). */
-    size_t total = 0, k = 0;
+    size_t total = 0;
     for (size_t f = 0; f < r.n_files; f++)
         total += r.files[f].n_tests;
-    r.sel = calloc(total + 1, sizeof *r.sel);
-    r.cat_pos = calloc(total + 1, sizeof *r.cat_pos);
-    r.cat_total = calloc(total + 1, sizeof *r.cat_total);
-    if (!r.sel || !r.cat_pos || !r.cat_total)
-        goto done;
-    for (size_t f = 0; f < r.n_files; f++) {
-        int want = n_cats == 0;
-        for (size_t c = 0; c < n_cats; c++)
-            want |= strcmp(cats[c], r.files[f].category) == 0;
-        if (!want)
-            continue;
-        for (size_t t = 0; t < r.files[f].n_tests; t++) {
-            const cf_test *ts = &r.files[f].tests[t];
-            char id[96];
-            test_id(ts, id, sizeof id);
-            if (have_re && regexec(&re, id, 0, NULL, 0) != 0 &&
-                regexec(&re, ts->comment, 0, NULL, 0) != 0)
-                continue;
-            if (have_xre && (regexec(&xre, id, 0, NULL, 0) == 0 ||
-                             regexec(&xre, ts->comment, 0, NULL, 0) == 0))
-                continue;
-            if ((long)(k++ % (size_t)shard_n) != shard_i - 1)
-                continue;
-            r.sel[r.n_sel++] = ts;
-        }
-    }
-    for (size_t i = 0, start = 0; i <= r.n_sel; i++) {
-        if (i == r.n_sel || (i > start && r.sel[i]->category != r.sel[start]->category)) {
-            for (size_t j = start; j < i; j++) {
-                r.cat_pos[j] = j - start;
-                r.cat_total[j] = i - start;
-            }
-            start = i;
-        }
-    }
-    if (r.n_sel == 0 && shard_n == 1 && !list) {
+    if (r.n_sel == 0 && q.shard_n == 1 && !list) {
         /* a typo in --filter must not pass; said before anything runs */
         fprintf(stderr, "kiln conform: no test matches the selection\n");
         rc = 1;
@@ -670,201 +1407,108 @@ int kiln_cmd_conform(int argc, char **argv)
     }
     if (list) {
         for (size_t i = 0; i < r.n_sel; i++) {
-            char id[96];
+            char id[96], e[400];
             test_id(r.sel[i], id, sizeof id);
-            char e[400];
             cf_text_escape(id, e, sizeof e);
             printf("%s\n", e);
         }
         rc = 0;
         goto done;
     }
-
-    /* The backend: auto = cuda when usable, else ref. */
-    char why[512] = "", note[600] = "", skip_all[600] = "";
-    const char *chosen = backend;
-    if (strcmp(backend, "auto") == 0) {
-        if (probe("cuda", why, sizeof why) == KILN_OK) {
-            chosen = "cuda";
-            snprintf(note, sizeof note, "auto: cuda is usable");
-        } else {
-            chosen = "ref";
-            snprintf(note, sizeof note, "auto: cuda not usable: %s", why);
-        }
-    } else if (probe(backend, why, sizeof why) != KILN_OK) {
-        if (strchr(backend, '/') != NULL || strstr(backend, ".so") != NULL) {
-            fprintf(stderr, "kiln conform: backend '%s' is not usable: %s\n",
-                    backend, why);
-            rc = 1;
-            goto done;
-        }
-        if (strncmp(why, backend, strlen(backend)) == 0)
-            snprintf(skip_all, sizeof skip_all, "%s", why);
-        else
-            snprintf(skip_all, sizeof skip_all, "%s: %s", backend, why);
-    }
     {
-        char e1[400], e2[2400];
+        char e1[400], e2[2400], e3[2400];
         cf_text_escape(chosen, e1, sizeof e1);
         cf_text_escape(note, e2, sizeof e2);
-        printf("kiln conform: backend %s%s%s%s\n", e1, note[0] ? " (" : "", e2,
-               note[0] ? ")" : "");
+        cf_text_escape(pr.identity, e3, sizeof e3);
+        printf("kiln conform: backend %s%s%s%s; identity: %s\n", e1,
+               note[0] ? " (" : "", e2, note[0] ? ")" : "", e3);
     }
-    printf("kiln conform: %zu of %zu tests from %zu files in %s (shard %s)\n",
-           r.n_sel, total, r.n_files, vectors, shard);
+    char device_text[32];
+    if (pr.device >= 0)
+        snprintf(device_text, sizeof device_text, "device %d", pr.device);
+    else
+        snprintf(device_text, sizeof device_text, "%s",
+                 pr.device == -1 ? "host" : "unknown");
+
+    /* Which tests run: the others are skips decided here. */
+    res = calloc(r.n_sel + 1, sizeof *res);
+    r.todo = calloc(r.n_sel + 1, sizeof *r.todo);
+    r.cat_pos = calloc(r.n_sel + 1, sizeof *r.cat_pos);
+    r.cat_total = calloc(r.n_sel + 1, sizeof *r.cat_total);
+    if (!res || !r.todo || !r.cat_pos || !r.cat_total) {
+        rc = 1;
+        goto done;
+    }
+    for (size_t i = 0; i < r.n_sel; i++) {
+        cf_result *rs = &res[i];
+        rs->test = r.sel[i];
+        test_id(r.sel[i], rs->id, sizeof rs->id);
+        rs->expect = cf_expectations_match(&ex, rs->id, 1);
+        const char *flag = NULL;
+        for (size_t f = 0; f < n_skip && flag == NULL; f++)
+            if (cf_test_has_flag(r.sel[i], skip_flags[f]))
+                flag = skip_flags[f];
+        char why[CF_MSG];
+        if (rs->expect && rs->expect->result == CF_SKIP)
+            snprintf(why, sizeof why, "expected skip (%s:%d): %s", ex.path,
+                     rs->expect->line, rs->expect->reason);
+        else if (flag != NULL)
+            snprintf(why, sizeof why, "flag %s (--skip-flag)", flag);
+        else {
+            r.todo[r.n_todo++] = i;
+            continue;
+        }
+        rs->status = CF_SKIP;
+        rs->msg = strdup(why);
+    }
+    for (size_t k = 0, start = 0; k <= r.n_todo; k++)
+        if (k == r.n_todo || (k > start && r.sel[r.todo[k]]->category !=
+                                               r.sel[r.todo[start]]->category)) {
+            for (size_t j = start; j < k; j++) {
+                r.cat_pos[j] = j - start;
+                r.cat_total[j] = k - start;
+            }
+            start = k;
+        }
+    printf("kiln conform: %zu of %zu tests from %zu files in %s (%s; shard "
+           "%s), %zu to run\n", r.n_sel, total, r.n_files, vectors,
+           vectors_from, shard, r.n_todo);
     fflush(stdout);
     r.tg.backend = chosen;
     r.tg.device = (int)device;
+    r.tg.plugin = strcmp(chosen, "ref") != 0 && strcmp(chosen, "cuda") != 0 &&
+                  strcmp(chosen, "nvrtc") != 0;
     /* Tests that set KILN_DUMP would print their dumps into our report:
     ** send them to /dev/null (the dump text is not what the suite judges). */
     devnull = fopen("/dev/null", "w");
     r.tg.dump_stream = devnull;
     r.tty = isatty(2);
-
     double t0 = now_ms();
-    cf_result *res = calloc(r.n_sel + 1, sizeof *res);
-    cf_ulp_row *ulps = NULL;
-    size_t n_ulps = 0;
-    SRunner *sr = NULL;
-    if (res == NULL)
+    if (r.n_todo > 0 && run_tests(&r, chosen, (int)device, timeout, res) != 0) {
+        rc = 1;
         goto done;
-    if (skip_all[0]) { /* e.g. "cuda: no driver": every test skips */
-        for (size_t i = 0; i < r.n_sel; i++) {
-            res[i].test = r.sel[i];
-            test_id(r.sel[i], res[i].id, sizeof res[i].id);
-            res[i].status = CF_SKIP;
-            res[i].msg = strdup(skip_all);
-        }
-    } else if (r.n_sel > 0) {
-        const char *tmpdir = getenv("TMPDIR");
-        char tmpl[4200];
-        snprintf(tmpl, sizeof tmpl, "%s/kiln-conform-XXXXXX",
-                 tmpdir && *tmpdir ? tmpdir : "/tmp");
-        r.chan = mkstemp(tmpl);
-        if (r.chan < 0) {
-            fprintf(stderr, "kiln conform: results file: %s\n", strerror(errno));
-            rc = 1;
-            goto done;
-        }
-        unlink(tmpl);
-        fcntl(r.chan, F_SETFL, O_APPEND);
-        r.prog = mmap(NULL, sizeof *r.prog, PROT_READ | PROT_WRITE,
-                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        if (r.prog == MAP_FAILED) {
-            r.prog = NULL;
-            fprintf(stderr, "kiln conform: mmap: %s\n", strerror(errno));
-            rc = 1;
-            goto done;
-        }
-        memset(r.prog, 0, sizeof *r.prog);
-        Suite *s = suite_create("kiln-conformance");
-        for (size_t i = 0, start = 0; i <= r.n_sel; i++) {
-            if (i < r.n_sel && (i == start || r.sel[i]->category == r.sel[start]->category))
-                continue;
-            TCase *tc = tcase_create(r.sel[start]->category);
-            tcase_set_timeout(tc, timeout);
-            tcase_add_loop_test(tc, conform_test, (int)start, (int)i);
-            suite_add_tcase(s, tc);
-            start = i;
-        }
-        sr = srunner_create(s);
-        /* Without fork mode every test runs in this process: one context
-        ** of the backend held for the whole run keeps the device's context
-        ** (and the loaded libraries) alive, so the tests' own contexts do
-        ** not create and destroy it each time.  It compiles nothing and
-        ** shares no cache with them.  Not in fork mode: CUDA must not be
-        ** live in a process that forks. */
-        kiln_context *keep = NULL;
-        const char *ka = getenv("KILN_CONFORM_KEEPALIVE");
-        if (srunner_fork_status(sr) == CK_NOFORK && strcmp(chosen, "ref") != 0 &&
-            !(ka != NULL && strcmp(ka, "0") == 0)) {
-            kiln_context_config kc;
-            memset(&kc, 0, sizeof kc);
-            kc.struct_size = sizeof kc;
-            kc.backend = chosen;
-            kc.device = (int)device;
-            kc.use_env_override = 1;
-            if (kiln_context_create(&kc, &keep) != KILN_OK)
-                keep = NULL; /* only slower; the tests report the cause */
-        }
-        current = &r;
-        srunner_run_all(sr, CK_SILENT);
-        current = NULL;
-        kiln_context_destroy(keep);
-        if (r.tty)
-            fprintf(stderr, "\r\033[K");
-        collect(&r, sr, res, &ulps, &n_ulps);
     }
-    if (n_ulps > 0) /* qsort wants a non-NULL base even for 0 items */
-        qsort(ulps, n_ulps, sizeof *ulps, cmp_ulp);
 
-    /* Per-category rows, in suite order. */
-    cf_cat_row *rows = calloc(r.n_files + 1, sizeof *rows);
-    size_t n_rows = 0, failed = 0, skipped = 0;
-    double c0 = 0, c1 = 0; /* wall span of the current category */
-    for (size_t i = 0; rows && i < r.n_sel; i++) {
-        if (n_rows == 0 || strcmp(rows[n_rows - 1].category, r.sel[i]->category) != 0) {
-            rows[n_rows++].category = r.sel[i]->category;
-            c0 = c1 = 0;
-        }
-        cf_cat_row *cr = &rows[n_rows - 1];
-        if (res[i].t1 > 0) { /* the category's time includes the forks */
-            if (c0 == 0 || res[i].t0 < c0)
-                c0 = res[i].t0;
-            if (res[i].t1 > c1)
-                c1 = res[i].t1;
-            cr->ms = c1 - c0;
-        }
-        if (res[i].status == CF_FAIL)
-            cr->failed++, failed++;
-        else if (res[i].status == CF_SKIP)
-            cr->skipped++, skipped++;
-        else
-            cr->passed++;
-    }
-    /* Failures one per line; skips grouped by reason (each reason shown). */
-    char e1[4 * CF_MSG], e2[4 * CF_MSG], e3[4 * CF_MSG];
-    for (size_t i = 0; i < r.n_sel; i++)
-        if (res[i].status == CF_FAIL) {
-            cf_text_escape(res[i].id, e1, sizeof e1);
-            cf_text_escape(r.sel[i]->comment, e2, sizeof e2);
-            cf_text_escape(res[i].msg ? res[i].msg : "", e3, sizeof e3);
-            printf("FAIL %s (%s): %s\n", e1, e2, e3);
-        }
-    for (size_t i = 0; i < r.n_sel; i++) {
-        if (res[i].status != CF_SKIP || res[i].msg == NULL)
-            continue;
-        size_t same = 0, first = 1;
-        for (size_t j = 0; j < i; j++)
-            if (res[j].status == CF_SKIP && res[j].msg &&
-                strcmp(res[j].msg, res[i].msg) == 0)
-                first = 0;
-        if (!first)
-            continue;
-        for (size_t j = i; j < r.n_sel; j++)
-            same += res[j].status == CF_SKIP && res[j].msg &&
-                    strcmp(res[j].msg, res[i].msg) == 0;
-        cf_text_escape(res[i].id, e1, sizeof e1);
-        cf_text_escape(res[i].msg, e3, sizeof e3);
-        if (same == 1)
-            printf("SKIP %s: %s\n", e1, e3);
-        else
-            printf("SKIP %zu tests (%s, ...): %s\n", same, e1, e3);
-    }
     cf_summary sum;
     memset(&sum, 0, sizeof sum);
     sum.backend = chosen;
     sum.backend_note = note;
+    sum.backend_identity = pr.identity;
+    sum.device = device_text;
     sum.vectors_dir = vectors;
     sum.shard = shard;
     sum.suite_version = r.n_files ? r.files[0].suite_version : NULL;
+    sum.strict = strict;
+    sum.expect = expect_path ? &ex : NULL;
     sum.results = res;
     sum.n_results = r.n_sel;
-    sum.cats = rows;
-    sum.n_cats = n_rows;
-    sum.ulps = ulps;
-    sum.n_ulps = n_ulps;
     sum.wall_s = (now_ms() - t0) / 1000.0;
+    if (cf_summarize(&sum) != 0) {
+        fprintf(stderr, "kiln conform: out of memory\n");
+        rc = 1;
+        goto done;
+    }
+    print_results(&sum);
     cf_report_text(&sum, stdout);
     int werr = 0;
     if (report)
@@ -873,39 +1517,53 @@ int kiln_cmd_conform(int argc, char **argv)
         werr |= cf_report_junit(&sum, junit);
     if (tap)
         werr |= cf_report_tap(&sum, tap);
-    if (sr) {
-        printf("\n");
-        fflush(stdout);
-        srunner_print(sr, CK_MINIMAL); /* Check's closing summary line */
-    } else {
-        printf("\n%zu tests: %zu skipped, none run\n", r.n_sel, skipped);
+    if (write_expect)
+        werr |= cf_report_expectations(&sum, write_expect);
+    if (results) {
+        cf_run_info ri;
+        memset(&ri, 0, sizeof ri);
+        char **cl = calloc((size_t)argc + 2, sizeof *cl);
+        if (cl != NULL) {
+            cl[0] = "kiln";
+            for (int i = 0; i < argc; i++)
+                cl[i + 1] = argv[i];
+        }
+        ri.argc = cl ? argc + 1 : 0;
+        ri.argv = cl;
+        ri.categories = cats;
+        ri.n_categories = q.n_cats;
+        ri.filter = q.filter;
+        ri.exclude = q.exclude;
+        ri.skip_flags = skip_flags;
+        ri.n_skip_flags = n_skip;
+        ri.timeout = timeout;
+        ri.vectors_source = vectors_from;
+        ri.files = r.files;
+        ri.n_files = r.n_files;
+        cf_vectors_hash(r.files, r.n_files, ri.vectors_sha256);
+        werr |= cf_results_write(&sum, &ri, results);
+        free(cl);
     }
-    rc = failed || werr ? 1 : 0;
-    if (sr)
-        srunner_free(sr);
-    for (size_t i = 0; i < r.n_sel; i++)
+    char why[2 * CF_MSG];
+    cf_verdict_text(&sum, why, sizeof why);
+    if (sum.verdict.pass)
+        printf("kiln conform: PASS on %s: %zu tests passed, %zu of them on "
+               "the backend's own segments\n", chosen, sum.total.n[CF_PASS],
+               sum.verdict.evidence);
+    else
+        printf("kiln conform: FAIL on %s: %s\n", chosen, why);
+    rc = sum.verdict.pass && !werr ? 0 : 1;
+    cf_summary_free(&sum);
+done:
+    for (size_t i = 0; res && i < r.n_sel; i++)
         free(res[i].msg);
     free(res);
-    free(rows);
-    free(ulps);
-done:
     if (devnull)
         fclose(devnull);
-    if (r.chan >= 0)
-        close(r.chan);
-    if (r.prog)
-        munmap(r.prog, sizeof *r.prog);
-    for (size_t f = 0; f < r.n_files; f++)
-        cf_file_free(&r.files[f]);
-    free(r.files);
-    free(r.sel);
-    free(r.cat_pos);
-    free(r.cat_total);
-    if (have_re)
-        regfree(&re);
-    if (have_xre)
-        regfree(&xre);
+    run_free(&r);
 out:
+    cf_expectations_free(&ex);
     free(cats);
+    free(skip_flags);
     return rc;
 }

@@ -167,11 +167,14 @@ static int pack(cf_file *f)
     for (size_t i = 0; i < f->n_tests && !rc; i++) {
         cf_test *t = &f->tests[i];
         texts[i] = json_dumps(t->json, JSON_COMPACT);
+        const json_t *fl = json_object_get(t->json, "flags");
         if (texts[i] == NULL)
             rc = 1;
         else
             total += strlen(texts[i]) + strlen(t->comment) +
                      strlen(t->result) + strlen(t->group_type) + 4;
+        for (size_t k = 0; k < json_array_size(fl); k++)
+            total += strlen(json_string_value(json_array_get(fl, k))) + 1;
     }
     if (!rc && (f->pool = malloc(total)) == NULL)
         rc = 1;
@@ -183,6 +186,11 @@ static int pack(cf_file *f)
         t->result = put(&p, t->result);
         t->group_type = put(&p, t->group_type);
         t->text = put(&p, texts[i]);
+        const json_t *fl = json_object_get(t->json, "flags"); /* validated */
+        t->flags = p;
+        t->n_flags = json_array_size(fl);
+        for (size_t k = 0; k < t->n_flags; k++)
+            put(&p, json_string_value(json_array_get(fl, k)));
         t->json = NULL;
     }
     for (size_t i = 0; texts && i < f->n_tests; i++)
@@ -323,14 +331,52 @@ bad:
     return cf_fail(err, cap, "%s: %s", path, e);
 }
 
+char *cf_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t n = 0, capn = 0;
+    if (f == NULL)
+        return NULL;
+    for (;;) {
+        if (capn - n < 65536) {
+            size_t nc = capn ? 2 * capn : 1 << 20;
+            char *nb = realloc(buf, nc + 1);
+            if (nb == NULL) {
+                free(buf);
+                fclose(f);
+                errno = ENOMEM;
+                return NULL;
+            }
+            buf = nb;
+            capn = nc;
+        }
+        size_t got = fread(buf + n, 1, capn - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        errno = EIO;
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
 int cf_file_load(const char *path, cf_file *out, char *err, size_t cap)
 {
-    json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (root == NULL)
-        return cf_fail(err, cap, "%s:%d:%d: invalid JSON: %s", path, je.line,
-                    je.column, je.text);
-    return load_root(root, path, out, err, cap);
+    size_t len = 0;
+    char *buf = cf_read_file(path, &len);
+    if (buf == NULL)
+        return cf_fail(err, cap, "%s: cannot read: %s", path, strerror(errno));
+    int rc = cf_file_load_buffer(buf, len, path, out, err, cap);
+    free(buf);
+    return rc;
 }
 
 int cf_file_load_buffer(const char *buf, size_t len, const char *name,
@@ -341,7 +387,10 @@ int cf_file_load_buffer(const char *buf, size_t len, const char *name,
     if (root == NULL)
         return cf_fail(err, cap, "%s:%d:%d: invalid JSON: %s", name, je.line,
                     je.column, je.text);
-    return load_root(root, name, out, err, cap);
+    if (load_root(root, name, out, err, cap))
+        return 1;
+    cf_sha256_hex(buf, len, out->sha256); /* the bytes the tests came from */
+    return 0;
 }
 
 /* -------------------------------------------------------------- hex, bits */

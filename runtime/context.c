@@ -396,6 +396,31 @@ const char *kiln_context_backend(const kiln_context *ctx)
     return ctx != NULL ? ctx->name : NULL;
 }
 
+kiln_status kiln_context_backend_identity(kiln_context *ctx, char *buf,
+                                          size_t cap)
+{
+    if (ctx == NULL || buf == NULL || cap == 0)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_context_backend_identity: NULL argument or "
+                         "cap 0");
+    struct kiln_options none;
+    kiln_kernel_options ko;
+    char canon[64], id[1024];
+    memset(&none, 0, sizeof none);
+    memset(&ko, 0, sizeof ko);
+    kiln_status s = kiln__kernel_options(&none, &ko, canon, sizeof canon);
+    if (s != KILN_OK)
+        return s;
+    ko.canonical = canon;
+    memset(id, 0, sizeof id);
+    s = ctx->be.identity(ctx->be_state, &ko, id, sizeof id - 1);
+    if (s != KILN_OK)
+        return kiln__err(s, "backend %s: identity failed", ctx->name);
+    snprintf(buf, cap, "%s", id); /* id[] ends in a NUL the backend left */
+    kiln__err_clear();
+    return KILN_OK;
+}
+
 const kiln_options *kiln_context_env_options(const kiln_context *ctx)
 {
     return ctx != NULL ? (const kiln_options *)&ctx->env : NULL;

@@ -69,6 +69,16 @@ Conventions, for every docs/*.md file:
    default: this interpreter), from the repository root, with the clean
    environment above plus PYTHONPATH=python and KILN_LIBRARY=the
    libkiln.so next to KILN.
+
+5. References.  In docs/*.md, README.md and the other README.md files of
+   the tree, every relative Markdown link [text](PATH#ANCHOR) must name a
+   file that exists (relative to the linking file), and ANCHOR a heading of
+   it (GitHub's slugs); an in-page link (#ANCHOR) a heading of the page.
+   Every other mention of a file name ending in .md outside code (fenced
+   blocks and `code spans`, which show commands and output files) must
+   name an existing file, relative to the linking file, its directory's docs/, or the
+   repository root (so a reference to a document that does not exist,
+   such as a "coord.md", fails).
 """
 
 import difflib
@@ -375,6 +385,76 @@ def check_op_table(kiln):
     return n
 
 
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+MD_NAME = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md)\b")
+
+
+def slugs(path):
+    """GitHub's anchors of the headings of a Markdown file."""
+    out, seen, fence = set(), {}, False
+    for line in open(path, encoding="utf-8"):
+        if FENCE.match(line.rstrip("\n")):
+            fence = not fence
+            continue
+        m = re.match(r"(#{1,6})\s+(.*?)\s*#*\s*$", line)
+        if fence or not m:
+            continue
+        s = re.sub(r"[^\w\- ]", "", m.group(2).strip().lower()).replace(" ", "-")
+        n = seen.get(s, 0)
+        seen[s] = n + 1
+        out.add(s if n == 0 else "%s-%d" % (s, n))
+    return out
+
+
+def link_files():
+    files = sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    for extra in ("README.md", "conformance/examples/README.md",
+                  "testgen/README.md"):
+        if os.path.exists(os.path.join(ROOT, extra)):
+            files.append(os.path.join(ROOT, extra))
+    return files
+
+
+def check_links():
+    n = 0
+    for path in link_files():
+        rel = os.path.relpath(path, ROOT)
+        here = os.path.dirname(path)
+        fence = False
+        for lineno, line in enumerate(open(path, encoding="utf-8"), 1):
+            if FENCE.match(line.rstrip("\n")):
+                fence = not fence
+            if fence:
+                continue
+            line = re.sub(r"`[^`]*`", "", line)
+            for target in LINK.findall(line):
+                if re.match(r"[a-z]+:", target):
+                    continue            # a URL
+                n += 1
+                file_part, _, anchor = target.partition("#")
+                dest = os.path.normpath(os.path.join(here, file_part)) \
+                    if file_part else path
+                if not os.path.exists(dest):
+                    fail("%s:%d" % (rel, lineno), "link to a missing file: %s"
+                         % target)
+                elif anchor and dest.endswith(".md") and \
+                        anchor not in slugs(dest):
+                    fail("%s:%d" % (rel, lineno), "link to a missing heading: "
+                         "%s (no '#%s' in %s)" % (target, anchor,
+                                                   os.path.relpath(dest, ROOT)))
+            for name in MD_NAME.findall(LINK.sub("", line)):
+                if re.search(r"https?://\S*" + re.escape(name), line):
+                    continue
+                n += 1
+                where = [os.path.join(here, name), os.path.join(ROOT, name),
+                         os.path.join(here, "docs", name),
+                         os.path.join(ROOT, "docs", name)]
+                if not any(os.path.exists(w) for w in where):
+                    fail("%s:%d" % (rel, lineno), "mention of a missing "
+                         "document: %s" % name)
+    return n
+
+
 def check_testgen_catalogue(kiln):
     """testgen mirrors the catalogue by hand; its own checker finds drift."""
     script = os.path.join(ROOT, "testgen", "check_catalogue.py")
@@ -407,6 +487,7 @@ def main():
     edges = check_edge_cases(kiln)
     tables = check_op_table(kiln)
     mirrors = check_testgen_catalogue(kiln)
+    links = check_links()
     examples = 0
     pycon = 0
     for path in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
@@ -419,8 +500,9 @@ def main():
         print("docs-check: %d mismatch(es)" % len(failures), file=sys.stderr)
         return 1
     print("docs-check: catalogue ok, %d edge cases, %d op table(s), "
-          "%d examples, %d Python examples, %d catalogue mirror(s): all match"
-          % (edges, tables, examples, pycon, mirrors))
+          "%d examples, %d Python examples, %d catalogue mirror(s), "
+          "%d references: all match"
+          % (edges, tables, examples, pycon, mirrors, links))
     return 0
 
 

@@ -54,7 +54,8 @@ conform_cuda() { # the whole suite on cuda in ONE process (CK_FORK=no):
   # 0.4 s each); one process gives one report (about 80 s on the H200;
   # the stress mode's 8 concurrent shards take about 10 s).
   CK_FORK=no timeout -k 5 "${STAGE_SECS:-300}" $B/kiln conform --backend cuda \
-    --report "$OUT/conform-cuda.md" --junit "$OUT/conform-cuda.xml"
+    --report "$OUT/conform-cuda.md" --junit "$OUT/conform-cuda.xml" \
+    --results "$OUT/conform-cuda.json"
 }
 # run_shards NAME SECS N JOBS SHARD... -- CMD...: runs CMD --shard I/N for
 # each listed shard, JOBS at a time, all within SECS of now; leaves

@@ -39,8 +39,8 @@ if ls conformance/vectors/*.json >/dev/null 2>&1; then
     rc=0
     for i in 1 2; do
         if ! wait "${pids[$((i-1))]}"; then rc=1; fi
-        grep -E "^(category|options|cache|numerics|differential|total)|Checks:" \
-            "$BUILD/nvrtc-conform-$i.log" || true
+        sed -n -e '/^category  *pass/,/^total /p' -e '/Checks:/p' -e '/^kiln conform: \(PASS\|FAIL\)/p' \
+            "$BUILD/nvrtc-conform-$i.log"
     done
     if [ $rc -ne 0 ]; then
         echo "nvrtc-check: FAILED (logs: $BUILD/nvrtc-conform-*.log)"; exit 1

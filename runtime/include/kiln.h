@@ -409,6 +409,13 @@ KILN_API void kiln_context_destroy(kiln_context *ctx);
 KILN_API kiln_status kiln_context_reload_env(kiln_context *ctx);
 /* Name of the backend in use ("ref", "cuda", plugin name). */
 KILN_API const char *kiln_context_backend(const kiln_context *ctx);
+/* The backend's identity string under the default (empty) kernel-level
+** options: what it puts into the kernel-cache key (name, version, target,
+** compiler).  Copies at most cap - 1 bytes and a NUL into buf (cut when
+** longer).  KILN_ERR_INVALID_ARGUMENT for a NULL argument or cap 0 (buf
+** untouched); the backend's own status when its identity() fails. */
+KILN_API kiln_status kiln_context_backend_identity(kiln_context *ctx,
+                                                   char *buf, size_t cap);
 /* The environment snapshot currently in force (borrowed). */
 KILN_API const kiln_options *kiln_context_env_options(const kiln_context *ctx);
 

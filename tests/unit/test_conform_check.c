@@ -660,10 +660,10 @@ START_TEST(cli_bad_vectors)
     if (rc == -1)
         return;
     ck_assert_msg(rc == 1, "rc %d: %s", rc, out);
-    ck_assert_msg(strstr(out, "FAIL numerics/2 (bad hex in an input): invalid "
+    ck_assert_msg(strstr(out, "INVALID numerics/2 (bad hex in an input): invalid "
                               "vector: inputs[0].data[0]: '0x3f80000g': bad "
                               "hex digit 'g'"), "%s", out);
-    ck_assert_msg(strstr(out, "FAIL numerics/3 (unknown check kind): invalid "
+    ck_assert_msg(strstr(out, "INVALID numerics/3 (unknown check kind): invalid "
                               "vector: outputs[0].check.kind: 'roughly' is not "
                               "exact, ulp or abs"),
                   "%s", out);
@@ -785,14 +785,14 @@ START_TEST(cli_budget)
 {
     static char out[65536];
     static const char *const want[] = {
-        "FAIL numerics/1 (two 1-element inputs with stride 0 spanning a "
+        "INVALID numerics/1 (two 1-element inputs with stride 0 spanning a "
         "2^56-element domain): invalid vector: inputs[0]: too many elements "
         "(at most 67108864 per tensor)",
-        "FAIL numerics/2 (a 2^48-element domain within the element budget: "
+        "INVALID numerics/2 (a 2^48-element domain within the element budget: "
         "the work budget): invalid vector: kiln_execute: KILN_ERR_LIMIT: "
         "kiln_execute: work limit: this call would do 281475010265089 element "
         "operations, above the context's max_work of 4294967296",
-        "FAIL numerics/3 (five 2^24-element stride-0 inputs: the total over "
+        "INVALID numerics/3 (five 2^24-element stride-0 inputs: the total over "
         "tensors): invalid vector: inputs[3]: the test's tensors exceed the "
         "per-test budget of 67108864 elements here",
         "Checks: 4, Failures: 3, Errors: 0",
@@ -827,7 +827,7 @@ START_TEST(cli_sumbound_size)
              plugin);
     int rc = conform(args, out, sizeof out);
     ck_assert_msg(rc == 1, "rc %d: %s", rc, out);
-    ck_assert_msg(strstr(out, "FAIL differential/1 (row sums bounded by a "
+    ck_assert_msg(strstr(out, "INVALID differential/1 (row sums bounded by a "
                               "scalar absFusion): invalid vector: "
                               "tolerance[0]: output 0 of 'absFusion' is f32 "
                               "of 1 elements; sumBound needs a float output "

@@ -1,0 +1,128 @@
+/*
+** sha256.c -- SHA-256 (FIPS 180-4, section 6.2) for the suite hash that a
+** results file carries (docs/conformance.md, "Results file"): anyone can
+** recompute it with `sha256sum`, so a published claim names exactly the
+** vectors it was measured on.  The runner hashes a few megabytes once per
+** run; clarity beats speed here.
+**
+** Also cf_vectors_hash: the hash of the whole vector directory, defined as
+** the SHA-256 of the text `sha256sum` prints for the files sorted by name.
+*/
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conform.h"
+
+/* The first 32 bits of the fractional parts of the cube roots of the
+** first 64 primes (FIPS 180-4, 4.2.2). */
+static const uint32_t K[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
+    0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
+    0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+    0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
+    0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+    0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+    0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+static uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+/* Process one 64-byte block into the hash state h[8]. */
+static void block(uint32_t h[8], const unsigned char *p)
+{
+    uint32_t w[64];
+    for (int t = 0; t < 16; t++)
+        w[t] = (uint32_t)p[4 * t] << 24 | (uint32_t)p[4 * t + 1] << 16 |
+               (uint32_t)p[4 * t + 2] << 8 | (uint32_t)p[4 * t + 3];
+    for (int t = 16; t < 64; t++) {
+        uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
+        uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
+        w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5],
+             g = h[6], k = h[7];
+    for (int t = 0; t < 64; t++) {
+        uint32_t t1 = k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) +
+                      ((e & f) ^ (~e & g)) + K[t] + w[t];
+        uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) +
+                      ((a & b) ^ (a & c) ^ (b & c));
+        k = g;
+        g = f;
+        f = e;
+        e = d + t1;
+        d = c;
+        c = b;
+        b = a;
+        a = t1 + t2;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d;
+    h[4] += e, h[5] += f, h[6] += g, h[7] += k;
+}
+
+void cf_sha256_hex(const void *data, size_t len, char out[65])
+{
+    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    const unsigned char *p = data;
+    size_t full = len / 64;
+    for (size_t i = 0; i < full; i++)
+        block(h, p + 64 * i);
+    /* the tail, a 1 bit, zeros, and the length in bits (big-endian) */
+    unsigned char tail[128];
+    size_t rest = len % 64, n = rest < 56 ? 64 : 128;
+    memset(tail, 0, sizeof tail);
+    if (rest > 0)
+        memcpy(tail, p + 64 * full, rest);
+    tail[rest] = 0x80;
+    uint64_t bits = (uint64_t)len * 8;
+    for (int i = 0; i < 8; i++)
+        tail[n - 1 - i] = (unsigned char)(bits >> (8 * i));
+    for (size_t i = 0; i < n; i += 64)
+        block(h, tail + i);
+    for (int i = 0; i < 8; i++)
+        snprintf(out + 8 * i, 9, "%08x", h[i]);
+}
+
+/* The file name part of a path. */
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static int cmp_base(const void *a, const void *b)
+{
+    const cf_file *const *x = a, *const *y = b;
+    return strcmp(base_name((*x)->path), base_name((*y)->path));
+}
+
+void cf_vectors_hash(const cf_file *files, size_t n, char out[65])
+{
+    const cf_file **order = calloc(n + 1, sizeof *order);
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += 64 + 2 + strlen(base_name(files[i].path)) + 1;
+    char *text = malloc(len + 1);
+    if (order == NULL || text == NULL) {
+        snprintf(out, 65, "%s", "unknown (out of memory)");
+        free(order);
+        free(text);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = &files[i];
+    if (n > 0)
+        qsort(order, n, sizeof *order, cmp_base);
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++)
+        used += (size_t)sprintf(text + used, "%s  %s\n", order[i]->sha256,
+                                base_name(order[i]->path));
+    cf_sha256_hex(text, used, out);
+    free(order);
+    free(text);
+}

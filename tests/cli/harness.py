@@ -1,0 +1,23 @@
+"""harness.py -- the runner shared by the command-line test scripts
+(tests/cli/test_cli.py, test_verdict.py): every test_* function of a
+module runs, each failure is one line, and the exit status is 1 when any
+failed."""
+import time
+
+
+def run_tests(namespace, label):
+    """Run every callable test_* of namespace (a module's globals()) in
+    definition order; returns the exit status."""
+    tests = [(n, f) for n, f in namespace.items() if n.startswith('test_') and callable(f)]
+    failures = []
+    t0 = time.time()
+    for name, fn in tests:
+        try:
+            fn()
+            print('ok   %s' % name)
+        except Exception as e:  # noqa: BLE001 -- report every failure
+            failures.append(name)
+            print('FAIL %s: %s: %s' % (name, type(e).__name__, e))
+    print('%s: %d of %d passed (%.1f s)' % (label, len(tests) - len(failures), len(tests),
+                                            time.time() - t0))
+    return 1 if failures else 0
