@@ -1639,7 +1639,7 @@ REF_OPEN(4)
 #define REF_TABLE(i, nm)                                                       \
     {KILN_BACKEND_ABI_VERSION, sizeof(kiln_backend), nm, KILN_MEM_HOST,        \
      ref_open_##i, ref_close, ref_identity, ref_compile, ref_release,          \
-     ref_launch, NULL, NULL, NULL, NULL}
+     ref_launch, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 
 static const kiln_backend tables[] = {
     REF_TABLE(0, "ref"),
