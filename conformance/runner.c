@@ -55,6 +55,8 @@ typedef struct run {
     int chan;              /* results file, O_APPEND */
     progress *prog;
     int tty;
+    int serde_pass;        /* --serde-record: 1, --serde-check: 2, else 0 */
+    json_t *serde_records; /* pass 2: pass 1's records by test id */
 } run;
 
 static const run *current;
@@ -97,7 +99,7 @@ static void progress_end(const run *r, size_t i, int failed)
 
 /* One JSON line per finished test into the results file. */
 static void channel_write(const run *r, size_t i, const cf_outcome *o,
-                          double t0, double t1)
+                          const cf_serde *sd, double t0, double t1)
 {
     static const char *const st[] = {"pass", "fail", "skip"};
     json_t *ulp = json_array();
@@ -109,6 +111,8 @@ static void channel_write(const run *r, size_t i, const cf_outcome *o,
                              st[o->status], "ms", t1 - t0, "t0", t0, "t1",
                              t1, "msg", o->msg, "acc", o->acceptable, "ulp",
                              ulp);
+    if (line != NULL && sd != NULL)
+        json_object_set_new(line, "serde", cf_serde_json(sd));
     char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
     if (text) {
         size_t n = strlen(text);
@@ -129,8 +133,15 @@ START_TEST(conform_test)
     test_id(t, id, sizeof id);
     progress_start(r, (size_t)_i);
     double t0 = now_ms();
-    cf_run_test(&r->tg, t, &o);
-    channel_write(r, (size_t)_i, &o, t0, now_ms());
+    cf_serde sd;
+    memset(&sd, 0, sizeof sd);
+    sd.pass = r->serde_pass;
+    cf_target tg = r->tg;
+    tg.serde = r->serde_pass ? &sd : NULL;
+    cf_run_test(&tg, t, &o);
+    if (r->serde_pass)
+        cf_serde_judge(r->serde_records, id, &sd, &o);
+    channel_write(r, (size_t)_i, &o, r->serde_pass ? &sd : NULL, t0, now_ms());
     progress_end(r, (size_t)_i, o.status == CF_FAIL);
     if (o.status == CF_FAIL)
         ck_abort_msg("%s: %s", id, o.msg);
@@ -220,8 +231,13 @@ static void usage(FILE *out)
 "  --junit FILE       write JUnit XML\n"
 "  --report FILE.md   write a Markdown report\n"
 "  --timeout SECONDS  per-test time limit (default 60; fork mode only)\n"
-"  --serde            round-trip kernels through the on-disk kernel database\n"
-"                     (not in this build)\n"
+"  --serde            run the selection twice, in two processes, on one fresh\n"
+"                     kernel database (enable=kernel_db): the second run must\n"
+"                     load every kernel the first compiled and reproduce its\n"
+"                     outputs bit for bit.  Needs a backend that persists\n"
+"                     kernels (auto: cuda when usable, else nvrtc)\n"
+"  --serde-record FILE, --serde-check FILE\n"
+"                     the two passes of --serde (internal: run by --serde)\n"
 "  -h, --help         this text\n"
 "\n"
 "Options take their value as --opt VALUE or --opt=VALUE.  The --tap,\n"
@@ -490,7 +506,8 @@ static int parse_shard(const char *s, long *i, long *n)
 
 enum {
     O_BACKEND, O_DEVICE, O_VECTORS, O_CATEGORY, O_FILTER, O_EXCLUDE, O_SHARD,
-    O_LIST, O_TAP, O_JUNIT, O_REPORT, O_TIMEOUT, O_SERDE
+    O_LIST, O_TAP, O_JUNIT, O_REPORT, O_TIMEOUT, O_SERDE, O_SERDE_RECORD,
+    O_SERDE_CHECK
 };
 static const cli_opt conform_opts[] = {
     [O_BACKEND] = {"--backend", CLI_VALUE},
@@ -506,8 +523,87 @@ static const cli_opt conform_opts[] = {
     [O_REPORT] = {"--report", CLI_VALUE},
     [O_TIMEOUT] = {"--timeout", CLI_VALUE},
     [O_SERDE] = {"--serde", CLI_FLAG},
+    [O_SERDE_RECORD] = {"--serde-record", CLI_VALUE},
+    [O_SERDE_CHECK] = {"--serde-check", CLI_VALUE},
     {NULL, CLI_FLAG},
 };
+
+/* --serde-record: pass 1's record file from the results lines, and the
+** run-level check that kernels were kept at all.  Non-zero on failure. */
+static int serde_record_write(const run *r, const cf_result *res, const char *path)
+{
+    json_t **lines = calloc(r->n_sel + 1, sizeof *lines);
+    off_t size = lseek(r->chan, 0, SEEK_END);
+    char *text = size > 0 ? malloc((size_t)size + 1) : NULL;
+    size_t got = 0;
+    while (text && got < (size_t)size) {
+        ssize_t n = pread(r->chan, text + got, (size_t)size - got, (off_t)got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    for (char *p = text, *e; text && lines && p < text + got; p = e + 1) {
+        if ((e = memchr(p, '\n', (size_t)(text + got - p))) == NULL)
+            break;
+        *e = '\0';
+        json_t *j = json_loads(p, 0, NULL);
+        json_int_t i = -1;
+        json_t *sd = NULL;
+        if (j && json_unpack(j, "{sIso}", "i", &i, "serde", &sd) == 0 && i >= 0 &&
+            (size_t)i < r->n_sel && lines[i] == NULL)
+            lines[i] = json_incref(sd);
+        json_decref(j);
+    }
+    uint64_t compiles = 0, kept = 0;
+    int rc = lines == NULL ||
+             cf_serde_write(path, res, (const json_t *const *)lines, r->n_sel,
+                            &compiles, &kept) != 0;
+    if (!rc && compiles > 0 && kept == 0) {
+        printf("kiln conform: --serde pass 1: %llu kernels were compiled and none was "
+               "kept in the kernel database (backend %s cannot persist kernels?)\n",
+               (unsigned long long)compiles, r->tg.backend);
+        rc = 1;
+    }
+    for (size_t i = 0; lines && i < r->n_sel; i++)
+        json_decref(lines[i]);
+    free(lines);
+    free(text);
+    return rc;
+}
+
+/* --serde: choose the backend (it must persist kernels), then run the two
+** passes (serde.c). */
+static int serde_run(const char *backend, long device, const char *vectors,
+                     const char **cats, size_t n_cats, const char *filter,
+                     const char *exclude, const char *shard, double timeout,
+                     const char *report, const char *junit, const char *tap)
+{
+    char why[512] = "", why2[512] = "";
+    const char *chosen = backend;
+    if (strcmp(backend, "auto") == 0) {
+        if (probe("cuda", why, sizeof why) == KILN_OK)
+            chosen = "cuda";
+        else if (probe("nvrtc", why2, sizeof why2) == KILN_OK)
+            chosen = "nvrtc";
+        else {
+            fprintf(stderr, "kiln conform: --serde needs a backend that compiles "
+                            "and persists kernels; neither cuda (%s) nor nvrtc (%s) "
+                            "is usable here\n", why, why2);
+            return 1;
+        }
+    } else if (strcmp(backend, "ref") == 0) {
+        return cli_usage("kiln conform", "--serde needs a backend that compiles "
+                         "and persists kernels (cuda, nvrtc or a plugin); ref "
+                         "compiles nothing");
+    } else if (probe(backend, why, sizeof why) != KILN_OK) {
+        fprintf(stderr, "kiln conform: --serde: backend '%s' is not usable: %s\n",
+                backend, why);
+        return 1;
+    }
+    cf_serde_run a = {chosen, device, vectors, cats, n_cats, filter, exclude, shard,
+                      timeout, report, junit, tap};
+    return cf_serde_drive(&a);
+}
 
 int kiln_cmd_conform(int argc, char **argv)
 {
@@ -519,7 +615,8 @@ int kiln_cmd_conform(int argc, char **argv)
     size_t n_cats = 0;
     long device = 0, shard_i = 1, shard_n = 1;
     double timeout = 60;
-    int list = 0, rc = 2;
+    int list = 0, rc = 2, serde = 0;
+    const char *serde_record = NULL, *serde_check = NULL;
     char vbuf[4200];
     if (cats == NULL)
         return 2;
@@ -568,10 +665,9 @@ int kiln_cmd_conform(int argc, char **argv)
             }
             break;
         }
-        case O_SERDE:
-            fprintf(stderr, "kiln conform: --serde needs the on-disk kernel "
-                    "database, not in this build\n");
-            goto out;
+        case O_SERDE: serde = 1; break;
+        case O_SERDE_RECORD: serde_record = v; break;
+        case O_SERDE_CHECK: serde_check = v; break;
         default: goto out;
         }
     }
@@ -581,6 +677,16 @@ int kiln_cmd_conform(int argc, char **argv)
         const char *const paths[] = {report, junit, tap};
         if (cli_check_outputs(cmd, names, paths, 3) != 0)
             goto out;
+    }
+    if (serde + (serde_record != NULL) + (serde_check != NULL) > 1) {
+        cli_usage(cmd, "--serde, --serde-record and --serde-check exclude "
+                       "each other");
+        goto out;
+    }
+    if (serde && !list) {
+        rc = serde_run(backend, device, vectors, cats, n_cats, filter, exclude,
+                       shard, timeout, report, junit, tap);
+        goto out;
     }
     regex_t re, xre;
     int have_re = 0, have_xre = 0;
@@ -715,6 +821,17 @@ int kiln_cmd_conform(int argc, char **argv)
     fflush(stdout);
     r.tg.backend = chosen;
     r.tg.device = (int)device;
+    r.serde_pass = serde_record ? 1 : serde_check ? 2 : 0;
+    if (serde_check && cf_serde_load(serde_check, &r.serde_records) != 0) {
+        rc = 1;
+        goto done;
+    }
+    if (r.serde_pass && skip_all[0]) { /* a skipped round trip proves nothing */
+        fprintf(stderr, "kiln conform: --serde: backend %s is not usable here: %s\n",
+                chosen, skip_all);
+        rc = 1;
+        goto done;
+    }
     /* Tests that set KILN_DUMP would print their dumps into our report:
     ** send them to /dev/null (the dump text is not what the suite judges). */
     devnull = fopen("/dev/null", "w");
@@ -726,6 +843,7 @@ int kiln_cmd_conform(int argc, char **argv)
     cf_ulp_row *ulps = NULL;
     size_t n_ulps = 0;
     SRunner *sr = NULL;
+    int serde_failed = 0;
     if (res == NULL)
         goto done;
     if (skip_all[0]) { /* e.g. "cuda: no driver": every test skips */
@@ -794,6 +912,8 @@ int kiln_cmd_conform(int argc, char **argv)
         if (r.tty)
             fprintf(stderr, "\r\033[K");
         collect(&r, sr, res, &ulps, &n_ulps);
+        if (serde_record && serde_record_write(&r, res, serde_record) != 0)
+            serde_failed = 1;
     }
     if (n_ulps > 0) /* qsort wants a non-NULL base even for 0 items */
         qsort(ulps, n_ulps, sizeof *ulps, cmp_ulp);
@@ -880,7 +1000,7 @@ int kiln_cmd_conform(int argc, char **argv)
     } else {
         printf("\n%zu tests: %zu skipped, none run\n", r.n_sel, skipped);
     }
-    rc = failed || werr ? 1 : 0;
+    rc = failed || werr || serde_failed ? 1 : 0;
     if (sr)
         srunner_free(sr);
     for (size_t i = 0; i < r.n_sel; i++)
@@ -905,6 +1025,7 @@ done:
         regfree(&re);
     if (have_xre)
         regfree(&xre);
+    json_decref(r.serde_records);
 out:
     free(cats);
     return rc;
