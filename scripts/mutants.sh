@@ -8,7 +8,9 @@
 #      one deliberate defect each) must FAIL at least one test in the
 #      category its defect belongs to;
 #  (c) every runtime mutant (the runtime built with -DKILN_MUTANT_X) must
-#      fail at least one test in its category too.
+#      fail at least one test in its category too;
+#  (d) every kernel-database mutant must fail `kiln conform --serde` on the
+#      nvrtc backend (the database tests of cache.isolation).
 # Mutants run only the categories that should catch them, to stay fast.
 # Prints a table and exits 1 unless every mutant is caught and the real
 # backends pass.
@@ -38,6 +40,10 @@ RUNTIME_MUTANTS="
 IGNORE_KERNEL_OPTIONS|cache.isolation
 DROP_EXEC_OPTIONS|options.precedence|cache.isolation
 LEAK_EXEC_OPTIONS|options.precedence
+"
+# judged with --serde on nvrtc, on the tests whose comment says "pass 1"
+SERDE_MUTANTS="
+KDB_IGNORE_OPTIONS|cache.isolation
 "
 
 rows=()
@@ -187,15 +193,18 @@ done
 # ------------------------------------------------------ (c) runtime mutants
 # A mutant build starts from copies of BUILD's objects; only the objects of
 # sources that mention the mutant's macro are rebuilt with it.
-while IFS='|' read -r macro cats; do
-    [ -n "$macro" ] || continue
+judge_runtime() { # MACRO BACKEND CATEGORY...
+    local macro=$1 backend=$2
+    shift 2
+    local cats="$*"
+    local lower
     lower=$(echo "$macro" | tr '[:upper:]' '[:lower:]')
     mb="$BUILD/mut-$lower"
     srcs=$(grep -l "KILN_MUTANT_$macro" runtime/*.c runtime/backends/*.c 2>/dev/null)
     if [ -z "$srcs" ]; then
         row "KILN_MUTANT_$macro" "$cats" "-" "MISSING (no source uses it)"
         status=1
-        continue
+        return
     fi
     mkdir -p "$mb"
     if [ -d "$BUILD/obj" ] && [ ! -d "$mb/obj" ]; then
@@ -209,10 +218,20 @@ while IFS='|' read -r macro cats; do
         row "KILN_MUTANT_$macro" "$cats" "-" "BUILD FAILED"
         status=1
         tail -n 20 "$TMP/build-$lower.log"
-        continue
+        return
     fi
-    judge "KILN_MUTANT_$macro" "$mb/kiln" ref ${cats//|/ }
+    judge "KILN_MUTANT_$macro" "$mb/kiln" "$backend" $cats
+}
+while IFS='|' read -r macro cats; do
+    [ -n "$macro" ] || continue
+    judge_runtime "$macro" ref ${cats//|/ }
 done <<<"$RUNTIME_MUTANTS"
+
+# ---------------------------------------------- (d) kernel-database mutants
+while IFS='|' read -r macro cats; do
+    [ -n "$macro" ] || continue
+    SUITE_EXTRA="--serde --filter pass.1" judge_runtime "$macro" nvrtc ${cats//|/ }
+done <<<"$SERDE_MUTANTS"
 
 echo
 printf '%-36s %-34s %6s   %s\n' "mutant" "expected category" "failed" "verdict"
