@@ -53,7 +53,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all lib cli unit test test-unit test-asan test-tsan deps install fuzz-kf fuzz-trigger \
+.PHONY: all lib cli unit test test-unit test-asan test-tsan deps install fuzz-kf fuzz-trigger fuzz-kdb \
         check-cuda-headers test-cli \
         uninstall clean help fuzz coverage conform bench gpu-bundle \
         docs-check testgen testgen-check mutants nvrtc-check valgrind examples
@@ -140,9 +140,16 @@ test:
 	$(MAKE) examples
 	@echo "make test: all stages passed"
 
+# The kernel database's fault tests tally wrong kernels and crashes into
+# $(BUILD)/kdb-tally.txt; the totals must be 0 (tests/unit/test_kernel_db.c).
 test-unit: $(BUILD)/unit_tests
+	rm -f $(BUILD)/kdb-tally.txt
 	KILN_TEST_PLUGIN=$(abspath $(BUILD)/plugins/libkiln_test_plugin.so) \
+	  KILN_KDB_TALLY=$(abspath $(BUILD)/kdb-tally.txt) \
 	  KILN_BIN=$(abspath $(BUILD)/kiln) $(BUILD)/unit_tests
+	@awk '{t += $$(NF-3); w += $$(NF-2); c += $$(NF-1); s += $$NF} END { \
+	  printf "kernel_db fault tests: %d cases, %d trials, %d wrong kernels, %d crashes, %d skipped\n", \
+	    NR, t, w, c, s; exit (NR == 0 || w + c > 0) }' $(BUILD)/kdb-tally.txt
 
 test-asan:
 	$(MAKE) -j$(JOBS) BUILD=$(BUILD)/asan SAN=asan all unit
@@ -250,6 +257,17 @@ fuzz-kf:
 	cp -n tests/fuzz/kf_corpus/* build/fuzz/kf_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_fusion_text -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/kf_corpus
 
+# libFuzzer on the kernel database's entry reader (FUZZ_SECONDS=60):
+# parse, the whole load path on an in-memory file, the payload IR decoder.
+fuzz-kdb:
+	@mkdir -p build/fuzz/kdb_corpus
+	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
+	  tests/fuzz/fuzz_kdb.c runtime/status.c runtime/kernel_db.c \
+	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_kdb
+	cp -n tests/fuzz/kdb_corpus/* build/fuzz/kdb_corpus/ 2>/dev/null || true
+	build/fuzz/fuzz_kdb -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/kdb_corpus
+
 coverage:
 	$(MAKE) -j$(JOBS) BUILD=build/cov SAN=cov all unit
 	lcov --zerocounters --directory build/cov >/dev/null
@@ -304,6 +322,7 @@ help:
 	@echo "make testgen    regenerate conformance/vectors"
 	@echo "make fuzz       libFuzzer on the option parser (FUZZ_SECONDS=60)"
 	@echo "make fuzz-kf    libFuzzer on the .kf parser/printer round trip"
+	@echo "make fuzz-kdb   libFuzzer on the kernel database's entry reader"
 	@echo "make fuzz-trigger  Atheris on the CI comment grammar (ci/trigger.py)"
 	@echo "make coverage   gcov/lcov HTML report in build/coverage-html"
 	@echo "make bench      benchmarks (kiln bench all)"

@@ -18,12 +18,20 @@
 ** KILN_ERR_UNSUPPORTED.  KILN_TEST_PLUGIN_LOCAL_BYTES=N makes local_bytes()
 ** report N bytes of local memory per thread for every kernel (the
 ** warn_register_spill tests).
+**
+** Kernel database (tests/unit/test_kernel_db.c): kernels are wrapped with a
+** payload (the segment IR and options, kiln__kdb_ir_encode) that
+** deserialize() rebuilds a ref kernel from.  KILN_TEST_PLUGIN_DB=none
+** leaves db_versions/serialize/deserialize NULL (a backend that cannot
+** persist); =probe-fails makes db_versions() fail; =bad-payload makes
+** deserialize() reject every payload.
 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "kernel_db.h"
 
 static _Thread_local kiln_backend desc;
 
@@ -44,6 +52,39 @@ static int refuses(const char *where)
     return m != NULL && strcmp(m, where) == 0;
 }
 
+/* A kernel: the ref kernel and its payload. */
+typedef struct tp_kernel {
+    void *ref;
+    kiln_buf payload;
+} tp_kernel;
+
+static const char *db_mode(void)
+{
+    const char *m = getenv("KILN_TEST_PLUGIN_DB");
+    return m != NULL ? m : "";
+}
+
+/* Wrap the ref kernel in out->handle with the payload of (seg, ko). */
+static kiln_status wrap(void *state, const kiln_ir_segment *seg,
+                        const kiln_kernel_options *ko, kiln_kernel_out *out)
+{
+    tp_kernel *k = calloc(1, sizeof *k);
+    if (k != NULL) {
+        kiln__buf_puts(&k->payload, "tp1");
+        kiln__kdb_ir_encode(seg, ko, &k->payload);
+    }
+    if (k == NULL || k->payload.failed) {
+        if (k != NULL)
+            kiln__buf_free(&k->payload);
+        free(k);
+        kiln__backend_ref()->release(state, out->handle);
+        return KILN_ERR_NO_MEMORY;
+    }
+    k->ref = out->handle;
+    out->handle = k;
+    return KILN_OK;
+}
+
 static kiln_status plugin_compile(void *state, const kiln_ir_segment *seg,
                                   const kiln_kernel_options *ko,
                                   kiln_kernel_out *out, char *err, size_t cap)
@@ -52,7 +93,18 @@ static kiln_status plugin_compile(void *state, const kiln_ir_segment *seg,
         snprintf(err, cap, "test-plugin: reductions are not supported");
         return KILN_ERR_UNSUPPORTED;
     }
-    return kiln__backend_ref()->compile(state, seg, ko, out, err, cap);
+    kiln_status s = kiln__backend_ref()->compile(state, seg, ko, out, err, cap);
+    return s == KILN_OK ? wrap(state, seg, ko, out) : s;
+}
+
+static void plugin_release(void *state, void *handle)
+{
+    tp_kernel *k = handle;
+    if (k == NULL)
+        return;
+    kiln__backend_ref()->release(state, k->ref);
+    kiln__buf_free(&k->payload);
+    free(k);
 }
 
 static kiln_status plugin_launch(void *state, void *handle, kiln_launch *args,
@@ -62,7 +114,54 @@ static kiln_status plugin_launch(void *state, void *handle, kiln_launch *args,
         snprintf(err, cap, "test-plugin: launch refused");
         return KILN_ERR_UNSUPPORTED;
     }
-    return kiln__backend_ref()->launch(state, handle, args, err, cap);
+    return kiln__backend_ref()->launch(state, ((tp_kernel *)handle)->ref, args,
+                                       err, cap);
+}
+
+static kiln_status plugin_db_versions(void *state, char *buf, size_t cap)
+{
+    (void)state;
+    if (strcmp(db_mode(), "probe-fails") == 0)
+        return KILN_ERR_BACKEND;
+    snprintf(buf, cap, "test-plugin-db 1");
+    return KILN_OK;
+}
+
+static kiln_status plugin_serialize(void *state, void *handle, void *buf,
+                                    size_t cap, size_t *size, char *err,
+                                    size_t ecap)
+{
+    (void)state;
+    (void)err;
+    (void)ecap;
+    tp_kernel *k = handle;
+    *size = k->payload.len;
+    if (k->payload.len > cap)
+        return KILN_ERR_LIMIT;
+    memcpy(buf, k->payload.data, k->payload.len);
+    return KILN_OK;
+}
+
+static kiln_status plugin_deserialize(void *state, const void *payload,
+                                      size_t n, kiln_kernel_out *out,
+                                      char *err, size_t ecap)
+{
+    kiln__kdb_ir ir;
+    size_t used = 0;
+    if (strcmp(db_mode(), "bad-payload") == 0 || n < 3 ||
+        memcmp(payload, "tp1", 3) != 0 ||
+        kiln__kdb_ir_decode((const uint8_t *)payload + 3, n - 3, &used, &ir) !=
+            KILN_OK ||
+        used != n - 3) {
+        snprintf(err, ecap, "test-plugin: malformed payload");
+        return KILN_ERR_CORRUPT;
+    }
+    kiln_status s = kiln__backend_ref()->compile(state, &ir.seg, &ir.ko, out,
+                                                 err, ecap);
+    if (s == KILN_OK)
+        s = wrap(state, &ir.seg, &ir.ko, out);
+    kiln__kdb_ir_free(&ir);
+    return s;
 }
 
 static int64_t plugin_local_bytes(void *state, void *handle)
@@ -82,8 +181,14 @@ kiln_backend_entry(uint32_t host_abi)
     desc.name = "test-plugin";
     desc.identity = plugin_identity;
     desc.compile = plugin_compile;
+    desc.release = plugin_release;
     desc.launch = plugin_launch;
     desc.local_bytes = plugin_local_bytes;
+    if (strcmp(db_mode(), "none") != 0) {
+        desc.db_versions = plugin_db_versions;
+        desc.serialize = plugin_serialize;
+        desc.deserialize = plugin_deserialize;
+    }
     const char *abi = getenv("KILN_TEST_PLUGIN_ABI");
     const char *size = getenv("KILN_TEST_PLUGIN_SIZE");
     if (abi != NULL)
