@@ -335,10 +335,15 @@ static int db_command(int argc, char **argv)
         }
     }
     int verify = strcmp(argv[0], "verify") == 0, clear = strcmp(argv[0], "clear") == 0;
+    /* the command reports a refusal itself: the database's own warning
+    ** would say it twice */
+    FILE *quiet = fopen("/dev/null", "w");
     kiln__kdb *db = kiln__kdb_create(dir, verify || clear ? KILN__KDB_RW : KILN__KDB_RO,
-                                     0, stderr);
+                                     0, quiet ? quiet : stderr);
     if (db == NULL) {
         fprintf(stderr, "%s: out of memory\n", cmd);
+        if (quiet)
+            fclose(quiet);
         return 1;
     }
     struct stat st;
@@ -348,11 +353,15 @@ static int db_command(int argc, char **argv)
     if (stat(kiln__kdb_dir(db), &st) != 0) {
         fprintf(stderr, "%s: %s: %s\n", cmd, kiln__kdb_dir(db), strerror(errno));
         kiln__kdb_destroy(db);
+        if (quiet)
+            fclose(quiet);
         return 1;
     }
     if (!kiln__kdb_ready(db)) {
         fprintf(stderr, "%s: %s\n", cmd, kiln__kdb_why(db));
         kiln__kdb_destroy(db);
+        if (quiet)
+            fclose(quiet);
         return 1;
     }
     db_out o;
@@ -431,18 +440,21 @@ static int db_command(int argc, char **argv)
         }
     }
     kiln__kdb_destroy(db);
+    if (quiet)
+        fclose(quiet);
     return rc;
 }
 
 int kiln_cmd_cache(int argc, char **argv)
 {
-    static const char cmd[] = "kiln cache";
+    const char *cmd = "kiln cache";
     if (argc >= 2 && (strcmp(argv[1], "list") == 0 || strcmp(argv[1], "stats") == 0 ||
                       strcmp(argv[1], "verify") == 0 || strcmp(argv[1], "clear") == 0))
         return db_command(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "counters") == 0) {
         argc--; /* `kiln cache counters ...` is `kiln cache ...` */
         argv++;
+        cmd = "kiln cache counters";
     }
     if (kiln_cli_wants_help(argc, argv)) {
         usage(stdout);

@@ -652,8 +652,12 @@ START_TEST(cli_usage_errors)
     static const struct {
         const char *args, *needle;
     } bad[] = {
-        {"--serde", "--serde needs the on-disk kernel database, not in this "
-                    "build"},
+        {"--serde --backend ref --vectors " FIX "basic",
+         "--serde needs a backend that compiles and persists kernels (cuda, "
+         "nvrtc or a plugin); ref compiles nothing"},
+        {"--serde --serde-check x --vectors " FIX "basic",
+         "--serde, --serde-record and --serde-check exclude each other"},
+        {"--serde-record", "option '--serde-record' needs a value"},
         {"--shard 3/2 --vectors " FIX "basic", "--shard needs I/N"},
         {"--shard x --vectors " FIX "basic", "--shard needs I/N"},
         {"--filter '(' --vectors " FIX "basic", "--filter '('"},
