@@ -809,6 +809,10 @@ int kiln_cmd_conform(int argc, char **argv)
         else
             snprintf(skip_all, sizeof skip_all, "%s: %s", backend, why);
     }
+    if (serde_record || serde_check) /* the reports say which run this is */
+        snprintf(note, sizeof note, "--serde pass %d of 2: %s", serde_record ? 1 : 2,
+                 serde_record ? "fills a fresh kernel database"
+                              : "every kernel from the database, outputs as in pass 1");
     {
         char e1[400], e2[2400];
         cf_text_escape(chosen, e1, sizeof e1);

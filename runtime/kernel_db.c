@@ -1241,7 +1241,9 @@ static void stats_load(kiln__kdb *db, kiln__kdb_counts *c)
         read_all(db, fd, (size_t)st.st_size, &b) == 0) {
         memcpy(text, b, (size_t)st.st_size);
         text[st.st_size] = '\0';
-        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line;
+             line = strtok_r(NULL, "\n", &save))
             for (int i = 0; i < N_STATS; i++) {
                 size_t l = strlen(stat_names[i]);
                 if (strncmp(line, stat_names[i], l) == 0 && line[l] == ' ')
