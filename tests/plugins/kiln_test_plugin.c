@@ -24,7 +24,10 @@
 ** deserialize() rebuilds a ref kernel from.  KILN_TEST_PLUGIN_DB=none
 ** leaves db_versions/serialize/deserialize NULL (a backend that cannot
 ** persist); =probe-fails makes db_versions() fail; =bad-payload makes
-** deserialize() reject every payload.
+** deserialize() reject every payload; =forget makes serialize() decline
+** every kernel; =skew makes every kernel deserialize() builds flip the
+** lowest bit of its first output element (a database that hands back a
+** kernel computing something else: `kiln conform --serde` must notice).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +59,7 @@ static int refuses(const char *where)
 typedef struct tp_kernel {
     void *ref;
     kiln_buf payload;
+    int skew;  /* KILN_TEST_PLUGIN_DB=skew: loaded from the database */
 } tp_kernel;
 
 static const char *db_mode(void)
@@ -114,8 +118,17 @@ static kiln_status plugin_launch(void *state, void *handle, kiln_launch *args,
         snprintf(err, cap, "test-plugin: launch refused");
         return KILN_ERR_UNSUPPORTED;
     }
-    return kiln__backend_ref()->launch(state, ((tp_kernel *)handle)->ref, args,
-                                       err, cap);
+    tp_kernel *k = handle;
+    kiln_status s = kiln__backend_ref()->launch(state, k->ref, args, err, cap);
+    if (s == KILN_OK && k->skew && args->n_outputs > 0) {
+        const kiln_ir_tensor *t = &args->outputs[0];
+        int empty = 0;
+        for (int d = 0; d < t->rank; d++)
+            empty |= t->sizes[d] == 0;
+        if (!empty && t->data != NULL)
+            ((unsigned char *)t->data)[0] ^= 1;
+    }
+    return s;
 }
 
 static kiln_status plugin_db_versions(void *state, char *buf, size_t cap)
@@ -135,6 +148,8 @@ static kiln_status plugin_serialize(void *state, void *handle, void *buf,
     (void)err;
     (void)ecap;
     tp_kernel *k = handle;
+    if (strcmp(db_mode(), "forget") == 0)
+        return KILN_ERR_UNSUPPORTED;
     *size = k->payload.len;
     if (k->payload.len > cap)
         return KILN_ERR_LIMIT;
@@ -160,6 +175,8 @@ static kiln_status plugin_deserialize(void *state, const void *payload,
                                                  err, ecap);
     if (s == KILN_OK)
         s = wrap(state, &ir.seg, &ir.ko, out);
+    if (s == KILN_OK)
+        ((tp_kernel *)out->handle)->skew = strcmp(db_mode(), "skew") == 0;
     kiln__kdb_ir_free(&ir);
     return s;
 }

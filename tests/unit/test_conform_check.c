@@ -646,6 +646,42 @@ START_TEST(cli_bad_vectors)
 }
 END_TEST
 
+/* --serde on the test plugin, which persists kernels: the round trip
+** holds; a backend that persists nothing, a database that stores nothing
+** and a database that hands back another kernel (outputs one bit off,
+** within the differential tolerance) each fail it. */
+START_TEST(cli_serde_round_trip)
+{
+    static char out[65536];
+    const char *plugin = getenv("KILN_TEST_PLUGIN");
+    ck_assert_msg(plugin != NULL && plugin[0] != '\0', "KILN_TEST_PLUGIN is not set");
+    char args[512];
+    snprintf(args, sizeof args, "--serde --backend '%s' --vectors " FIX "basic", plugin);
+    static const struct {
+        const char *mode, *needle;
+        int rc;
+    } cases[] = {
+        {"", "pass 1 exit 0, pass 2 exit 0: the round trip through the kernel "
+             "database holds", 0},
+        {"none", "serde pass 1: the kernel database did not store every kernel "
+                 "compiled (0 not stored, 0 corrupt, 1 refused", 1},
+        {"forget", "serde pass 1: the kernel database did not store every kernel "
+                   "compiled (1 not stored", 1},
+        {"skew", "serde pass 2: the outputs differ from pass 1", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        setenv("KILN_TEST_PLUGIN_DB", cases[i].mode, 1);
+        int rc = conform(args, out, sizeof out);
+        if (rc == -1)
+            return;
+        ck_assert_msg(rc == cases[i].rc, "mode '%s': rc %d: %s", cases[i].mode, rc, out);
+        ck_assert_msg(strstr(out, cases[i].needle) != NULL, "mode '%s': '%s' lacks '%s'",
+                      cases[i].mode, out, cases[i].needle);
+    }
+    unsetenv("KILN_TEST_PLUGIN_DB");
+}
+END_TEST
+
 START_TEST(cli_usage_errors)
 {
     static char out[8192];
@@ -745,6 +781,7 @@ Suite *conform_check_suite(void)
     tcase_add_test(tc, cli_pass_skip_and_reports);
     tcase_add_test(tc, cli_bad_vectors);
     tcase_add_test(tc, cli_usage_errors);
+    tcase_add_test(tc, cli_serde_round_trip);
     tcase_add_test(tc, cli_list_filter_shard);
     suite_add_tcase(s, tc);
     return s;
