@@ -370,6 +370,21 @@ static const char *default_vectors(char *buf, size_t cap)
 
 /* --------------------------------------------------------------- results */
 
+/* The whole results file (malloc'd; NULL when empty), *got its length. */
+static char *read_channel(const run *r, size_t *got)
+{
+    off_t size = lseek(r->chan, 0, SEEK_END);
+    char *text = size > 0 ? malloc((size_t)size + 1) : NULL;
+    *got = 0;
+    while (text && *got < (size_t)size) {
+        ssize_t n = pread(r->chan, text + *got, (size_t)size - *got, (off_t)*got);
+        if (n <= 0)
+            break;
+        *got += (size_t)n;
+    }
+    return text;
+}
+
 /* Read the children's JSON lines back and merge them with Check's
 ** verdicts (results[k] is the k-th test run). */
 static void collect(const run *r, SRunner *sr, cf_result *res,
@@ -381,15 +396,8 @@ static void collect(const run *r, SRunner *sr, cf_result *res,
         res[i].status = CF_PASS;
     }
     /* The results file: one line per finished test. */
-    off_t size = lseek(r->chan, 0, SEEK_END);
-    char *text = size > 0 ? malloc((size_t)size + 1) : NULL;
     size_t got = 0;
-    while (text && got < (size_t)size) {
-        ssize_t n = pread(r->chan, text + got, (size_t)size - got, (off_t)got);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
+    char *text = read_channel(r, &got);
     int *seen = calloc(r->n_sel + 1, sizeof *seen);
     for (char *p = text, *e; text && seen && p < text + got; p = e + 1) {
         e = memchr(p, '\n', (size_t)(text + got - p));
@@ -533,15 +541,8 @@ static const cli_opt conform_opts[] = {
 static int serde_record_write(const run *r, const cf_result *res, const char *path)
 {
     json_t **lines = calloc(r->n_sel + 1, sizeof *lines);
-    off_t size = lseek(r->chan, 0, SEEK_END);
-    char *text = size > 0 ? malloc((size_t)size + 1) : NULL;
     size_t got = 0;
-    while (text && got < (size_t)size) {
-        ssize_t n = pread(r->chan, text + got, (size_t)size - got, (off_t)got);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
+    char *text = read_channel(r, &got);
     for (char *p = text, *e; text && lines && p < text + got; p = e + 1) {
         if ((e = memchr(p, '\n', (size_t)(text + got - p))) == NULL)
             break;

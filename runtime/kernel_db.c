@@ -219,50 +219,47 @@ void kiln__kdb_put_bytes(kiln_buf *b, const void *p, size_t n)
         kiln__buf_add(b, p, n);
 }
 
+/* The next n bytes of r, or NULL (and r->bad) when fewer are left. */
+static const uint8_t *take(kiln__kdb_rd *r, uint64_t n)
+{
+    if (r->bad || r->n - r->at < n) {
+        r->bad = 1;
+        return NULL;
+    }
+    r->at += (size_t)n;
+    return r->p + r->at - n;
+}
+
 uint32_t kiln__kdb_get_u32(kiln__kdb_rd *r)
 {
-    if (r->bad || r->n - r->at < 4) {
-        r->bad = 1;
-        return 0;
-    }
-    r->at += 4;
-    return rd32(r->p + r->at - 4);
+    const uint8_t *p = take(r, 4);
+    return p ? rd32(p) : 0;
 }
 
 uint64_t kiln__kdb_get_u64(kiln__kdb_rd *r)
 {
-    if (r->bad || r->n - r->at < 8) {
-        r->bad = 1;
-        return 0;
-    }
-    r->at += 8;
-    return rd64(r->p + r->at - 8);
+    const uint8_t *p = take(r, 8);
+    return p ? rd64(p) : 0;
 }
 
 void kiln__kdb_get_str(kiln__kdb_rd *r, char *buf, size_t cap)
 {
     uint32_t n = kiln__kdb_get_u32(r);
+    const uint8_t *p = n < cap ? take(r, n) : NULL;
     buf[0] = '\0';
-    if (r->bad || n >= cap || r->n - r->at < n) {
+    if (p == NULL) {
         r->bad = 1;
         return;
     }
-    memcpy(buf, r->p + r->at, n);
+    memcpy(buf, p, n);
     buf[n] = '\0';
-    r->at += n;
 }
 
 size_t kiln__kdb_get_bytes(kiln__kdb_rd *r, const uint8_t **p)
 {
     uint64_t n = kiln__kdb_get_u64(r);
-    *p = NULL;
-    if (r->bad || n > r->n - r->at) {
-        r->bad = 1;
-        return 0;
-    }
-    *p = r->p + r->at;
-    r->at += (size_t)n;
-    return (size_t)n;
+    *p = take(r, n);
+    return *p != NULL ? (size_t)n : 0;
 }
 
 #define IR_MAGIC 0x3172696bu /* "kir1" */
@@ -321,6 +318,8 @@ void kiln__kdb_ir_free(kiln__kdb_ir *ir)
 static kiln_status ir_bad(kiln__kdb_ir *t, const char *what)
 {
     kiln__kdb_ir_free(t);
+    if (what == NULL)
+        return kiln__err(KILN_ERR_NO_MEMORY, "kernel payload: out of memory");
     return kiln__err(KILN_ERR_CORRUPT, "kernel payload: %s", what);
 }
 
@@ -335,13 +334,11 @@ kiln_status kiln__kdb_ir_decode(const uint8_t *p, size_t n, size_t *used,
     uint32_t kind = kiln__kdb_get_u32(&r);
     uint32_t nn = kiln__kdb_get_u32(&r);
     if (r.bad || kind > KILN_SEGK_MATMUL_FALLBACK || nn == 0 || nn > IR_MAX ||
-        (n - r.at) / 56 < nn)
+        (n - r.at) / 48 < nn) /* 48 bytes per node */
         return ir_bad(&t, "bad segment kind or node count");
     t.nodes = kiln__calloc(nn, sizeof *t.nodes);
-    if (t.nodes == NULL) {
-        kiln__kdb_ir_free(&t);
-        return kiln__err(KILN_ERR_NO_MEMORY, "kernel payload: out of memory");
-    }
+    if (t.nodes == NULL)
+        return ir_bad(&t, NULL);
     for (uint32_t i = 0; i < nn; i++) {
         kiln_ir_node *x = &t.nodes[i];
         uint32_t op = kiln__kdb_get_u32(&r), dt = kiln__kdb_get_u32(&r);
@@ -370,10 +367,8 @@ kiln_status kiln__kdb_ir_decode(const uint8_t *p, size_t n, size_t *used,
         if (t.nodes[i].io < -1 || t.nodes[i].io >= (int32_t)ni)
             return ir_bad(&t, "input index out of range");
     t.outputs = kiln__calloc(no, sizeof *t.outputs);
-    if (t.outputs == NULL) {
-        kiln__kdb_ir_free(&t);
-        return kiln__err(KILN_ERR_NO_MEMORY, "kernel payload: out of memory");
-    }
+    if (t.outputs == NULL)
+        return ir_bad(&t, NULL);
     for (uint32_t j = 0; j < no; j++) {
         t.outputs[j] = (int32_t)kiln__kdb_get_u32(&r);
         if (t.outputs[j] < 0 || t.outputs[j] >= (int32_t)nn)
@@ -385,10 +380,8 @@ kiln_status kiln__kdb_ir_decode(const uint8_t *p, size_t n, size_t *used,
     if (traits) {
         t.in_traits = kiln__calloc(ni + 1, sizeof *t.in_traits);
         t.out_traits = kiln__calloc(no, sizeof *t.out_traits);
-        if (t.in_traits == NULL || t.out_traits == NULL) {
-            kiln__kdb_ir_free(&t);
-            return kiln__err(KILN_ERR_NO_MEMORY, "kernel payload: out of memory");
-        }
+        if (t.in_traits == NULL || t.out_traits == NULL)
+            return ir_bad(&t, NULL);
         for (uint32_t j = 0; j < ni; j++)
             t.in_traits[j] = kiln__kdb_get_u32(&r);
         for (uint32_t j = 0; j < no; j++)

@@ -356,6 +356,21 @@ static kiln_status load_module(cuda_state *st, cuda_kernel *k, char *err, size_t
     return s;
 }
 
+/* Finish a compile or a load: on success k becomes out's handle, with its
+** path and flags; on failure k is released and s returned. */
+static kiln_status hand_out(cuda_state *st, cuda_kernel *k, kiln_status s,
+                            kiln_kernel_out *out)
+{
+    if (s != KILN_OK) {
+        cuda_release(st, k);
+        return s;
+    }
+    kiln__cuda_fmt(out->path, sizeof out->path, "%s", k->path);
+    kiln__cuda_fmt(out->flags, sizeof out->flags, "%s", k->flags);
+    out->handle = k;
+    return KILN_OK;
+}
+
 static kiln_status cuda_compile(void *state, const kiln_ir_segment *seg,
                                 const kiln_kernel_options *ko,
                                 kiln_kernel_out *out, char *err, size_t cap)
@@ -384,10 +399,7 @@ static kiln_status cuda_compile(void *state, const kiln_ir_segment *seg,
         kiln__cuda_fmt(k->path, sizeof k->path, "cublas");
         kiln__cuda_fmt(k->flags, sizeof k->flags, "cublasGemmEx CUBLAS_COMPUTE_32F (%s)",
             st->api.cublas_path);
-        kiln__cuda_fmt(out->path, sizeof out->path, "%s", k->path);
-        kiln__cuda_fmt(out->flags, sizeof out->flags, "%s", k->flags);
-        out->handle = k;
-        return KILN_OK;
+        return hand_out(st, k, KILN_OK, out);
     }
     char flags[256] = "";
     s = nvrtc_build(&st->api, src, ko, st->arch, &k->image, &k->image_n, flags,
@@ -398,14 +410,7 @@ static kiln_status cuda_compile(void *state, const kiln_ir_segment *seg,
     kiln__cuda_fmt(k->path, sizeof k->path, "generated");
     if (s == KILN_OK)
         s = load_module(st, k, err, cap);
-    if (s != KILN_OK) {
-        cuda_release(st, k);
-        return s;
-    }
-    kiln__cuda_fmt(out->path, sizeof out->path, "%s", k->path);
-    kiln__cuda_fmt(out->flags, sizeof out->flags, "%s", k->flags);
-    out->handle = k;
-    return KILN_OK;
+    return hand_out(st, k, s, out);
 }
 
 static void cuda_release(void *state, void *handle)
@@ -1084,14 +1089,7 @@ static kiln_status cuda_deserialize(void *state, const void *payload, size_t n,
             s = load_module(st, k, err, ecap);
         }
     }
-    if (s != KILN_OK) {
-        cuda_release(st, k);
-        return s;
-    }
-    kiln__cuda_fmt(out->path, sizeof out->path, "%s", k->path);
-    kiln__cuda_fmt(out->flags, sizeof out->flags, "%s", k->flags);
-    out->handle = k;
-    return KILN_OK;
+    return hand_out(st, k, s, out);
 }
 
 static const kiln_backend cuda_backend = {

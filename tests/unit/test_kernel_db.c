@@ -357,6 +357,8 @@ static void fvfs_init(fvfs *f)
 
 /* ---------------------------------------------------------------- format */
 
+static void reseal(uint8_t *b, size_t n);
+
 START_TEST(format_round_trip)
 {
     const char key[] = "kiln kernel-db key v1\nx\nir 3\nabc";
@@ -440,12 +442,7 @@ START_TEST(parse_rejects_every_damage)
         memcpy(x, b, n);
         for (int k = 0; k < (cases[c].w8 ? 8 : 4); k++)
             x[cases[c].off + (size_t)k] = (uint8_t)(cases[c].v >> (8 * k));
-        uint64_t h[2];
-        kiln__kdb_hash128(x, n - 16, h);
-        for (int k = 0; k < 8; k++) {
-            x[n - 16 + (size_t)k] = (uint8_t)(h[0] >> (8 * k));
-            x[n - 8 + (size_t)k] = (uint8_t)(h[1] >> (8 * k));
-        }
+        reseal(x, n);
         const char *why = kiln__kdb_parse(x, n, &e);
         ck_assert_msg(why != NULL, "case %zu parsed", c);
         ck_assert_str_eq(why, cases[c].why);
@@ -516,6 +513,24 @@ START_TEST(ir_codec_round_trip_and_damage)
                      KILN_ERR_CORRUPT);
     kiln__buf_free(&b);
     kiln__buf_free(&b2);
+    /* a long segment (the decoder's size check must not reject it) */
+    kiln_ir_node chain[64];
+    for (int i = 0; i < 64; i++) {
+        chain[i] = kiln__ir_node_blank(i < 2 ? KILN_OP_INPUT : KILN_OP_ADD, KILN_F32, 1);
+        chain[i].io = i < 2 ? i : -1;
+        chain[i].args[0] = i < 2 ? -1 : i - 1;
+        chain[i].args[1] = i < 2 ? -1 : i - 2;
+    }
+    int32_t last[1] = {63};
+    kiln_ir_segment long_seg = {sizeof long_seg, KILN_SEGK_POINTWISE, chain, 64, 2, last,
+                                1, NULL, NULL, 0};
+    kiln_buf b3 = {0};
+    kiln__kdb_ir_encode(&long_seg, &ko, &b3);
+    ck_assert_int_eq(kiln__kdb_ir_decode((uint8_t *)b3.data, b3.len, &used, &ir), KILN_OK);
+    ck_assert_uint_eq(ir.seg.n_nodes, 64);
+    ck_assert_ptr_null(ir.seg.input_traits);
+    kiln__kdb_ir_free(&ir);
+    kiln__buf_free(&b3);
 }
 END_TEST
 
@@ -531,49 +546,44 @@ static void d_truncate(const tdir *t, int k)
     stat(p, &st);
     ck_assert_int_eq(truncate(p, st.st_size / 2), 0);
 }
-static void d_bitflip(const tdir *t, int k)
+/* Rewrite entry k's file through edit(bytes, n). */
+static void edit_entry(const tdir *t, int k, void (*edit)(uint8_t *, size_t))
 {
     char p[700];
     size_t n;
     entry_path(t, k, p, sizeof p);
     uint8_t *b = read_file(p, &n);
-    b[n / 2] ^= 0x10;
+    edit(b, n);
     write_file(p, b, n);
     free(b);
 }
+
+/* Recompute the checksum of an entry of n bytes. */
+static void reseal(uint8_t *b, size_t n)
+{
+    uint64_t h[2];
+    kiln__kdb_hash128(b, n - 16, h);
+    for (int i = 0; i < 8; i++) {
+        b[n - 16 + (size_t)i] = (uint8_t)(h[0] >> (8 * i));
+        b[n - 8 + (size_t)i] = (uint8_t)(h[1] >> (8 * i));
+    }
+}
+
+static void e_bitflip(uint8_t *b, size_t n) { b[n / 2] ^= 0x10; }
+static void e_magic(uint8_t *b, size_t n) { (void)n; b[0] = 'X'; }
+static void e_version(uint8_t *b, size_t n) { b[8] = 2; reseal(b, n); }
+static void e_checksum(uint8_t *b, size_t n) { b[n - 1] ^= 1; }
+
+static void d_bitflip(const tdir *t, int k) { edit_entry(t, k, e_bitflip); }
 static void d_empty(const tdir *t, int k)
 {
     char p[700];
     entry_path(t, k, p, sizeof p);
     ck_assert_int_eq(truncate(p, 0), 0);
 }
-static void d_magic(const tdir *t, int k)
-{
-    char p[700];
-    size_t n;
-    entry_path(t, k, p, sizeof p);
-    uint8_t *b = read_file(p, &n);
-    b[0] = 'X';
-    write_file(p, b, n);
-    free(b);
-}
+static void d_magic(const tdir *t, int k) { edit_entry(t, k, e_magic); }
 /* a valid entry of format version 2 (checksum right) */
-static void d_version(const tdir *t, int k)
-{
-    char p[700];
-    size_t n;
-    entry_path(t, k, p, sizeof p);
-    uint8_t *b = read_file(p, &n);
-    b[8] = 2;
-    uint64_t h[2];
-    kiln__kdb_hash128(b, n - 16, h);
-    for (int i = 0; i < 8; i++) {
-        b[n - 16 + i] = (uint8_t)(h[0] >> (8 * i));
-        b[n - 8 + i] = (uint8_t)(h[1] >> (8 * i));
-    }
-    write_file(p, b, n);
-    free(b);
-}
+static void d_version(const tdir *t, int k) { edit_entry(t, k, e_version); }
 /* another key's valid entry under this key's name */
 static void d_other_key(const tdir *t, int k)
 {
@@ -586,16 +596,7 @@ static void d_other_key(const tdir *t, int k)
     free(b);
 }
 /* the checksum itself damaged */
-static void d_checksum(const tdir *t, int k)
-{
-    char p[700];
-    size_t n;
-    entry_path(t, k, p, sizeof p);
-    uint8_t *b = read_file(p, &n);
-    b[n - 1] ^= 1;
-    write_file(p, b, n);
-    free(b);
-}
+static void d_checksum(const tdir *t, int k) { edit_entry(t, k, e_checksum); }
 /* larger than any entry (a sparse file) */
 static void d_huge(const tdir *t, int k)
 {
@@ -1316,6 +1317,14 @@ static const char *plugin(void)
     return p;
 }
 
+/* A fresh cache directory named by KILN_CACHE_DIR; returns the plugin. */
+static const char *exec_setup(tdir *t)
+{
+    tdir_make(t);
+    setenv("KILN_CACHE_DIR", t->dir, 1);
+    return plugin();
+}
+
 static const char *FMA_KF =
     "kiln.fusion 1\n%a = input f32 [?]\n%b = input f32 [?]\n%c = input f32 [?]\n"
     "%m = mul %a %b\n%s = add %m %c\noutput %s\n";
@@ -1383,9 +1392,7 @@ static xrun exec_once(const char *backend, FILE *diag, const char *dis, int db_o
 START_TEST(execute_store_then_hit)
 {
     tdir t;
-    tdir_make(&t);
-    setenv("KILN_CACHE_DIR", t.dir, 1);
-    const char *be = plugin();
+    const char *be = exec_setup(&t);
     FILE *diag = tmpfile();
     xrun r1 = exec_once(be, diag, NULL, 1);
     ck_assert_int_eq(r1.db, KILN_DB_STORED);
@@ -1424,9 +1431,7 @@ END_TEST
 START_TEST(execute_corrupt_entry_replaced)
 {
     tdir t;
-    tdir_make(&t);
-    setenv("KILN_CACHE_DIR", t.dir, 1);
-    const char *be = plugin();
+    const char *be = exec_setup(&t);
     FILE *diag = tmpfile();
     ck_assert_int_eq(exec_once(be, diag, NULL, 1).db, KILN_DB_STORED);
     DIR *d = opendir(t.dir);
@@ -1467,9 +1472,7 @@ END_TEST
 START_TEST(execute_refusals)
 {
     tdir t;
-    tdir_make(&t);
-    setenv("KILN_CACHE_DIR", t.dir, 1);
-    const char *be = plugin();
+    const char *be = exec_setup(&t);
     static const struct { const char *var, *val, *why; } cases[] = {
         {"KILN_TEST_PLUGIN_DB", "none", "cannot persist kernels"},
         {"KILN_TEST_PLUGIN_DB", "probe-fails", "the version probe failed"},
