@@ -867,6 +867,21 @@ static int read_all(kiln__kdb *db, int fd, size_t size, uint8_t **out)
     return 0;
 }
 
+/* Parse the file `name` held in buf[n] and check that its key belongs to
+** its name: NULL when it is a good entry (e filled), else the reason. */
+static const char *check_entry(const uint8_t *buf, size_t n, const char *name,
+                               kiln__kdb_entry *e)
+{
+    const char *bad = kiln__kdb_parse(buf, n, e);
+    char own[KILN__KDB_NAME_LEN + 1];
+    if (bad == NULL) {
+        kiln__kdb_name(e->key, e->key_len, own);
+        if (strcmp(own, name) != 0)
+            bad = "its key does not belong to its file name";
+    }
+    return bad;
+}
+
 static void report_corrupt(kiln__kdb *db, const char *name, const char *why)
 {
     fprintf(db->diag, "kiln: kernel_db: corrupt entry %s/%s (%s): ignored; "
@@ -930,13 +945,7 @@ kiln__kdb_result kiln__kdb_load(kiln__kdb *db, const void *key, size_t key_len,
         goto done;
     }
     kiln__kdb_entry e;
-    const char *bad = kiln__kdb_parse(buf, (size_t)st.st_size, &e);
-    char own[KILN__KDB_NAME_LEN + 1];
-    if (bad == NULL) {
-        kiln__kdb_name(e.key, e.key_len, own);
-        if (strcmp(own, name) != 0)
-            bad = "its key does not belong to its file name";
-    }
+    const char *bad = check_entry(buf, (size_t)st.st_size, name, &e);
     if (bad != NULL) {
         report_corrupt(db, name, bad);
         res = KILN__KDB_CORRUPT;
@@ -1386,16 +1395,10 @@ static void verify_entry(kiln__kdb *db, const char *name, kiln__kdb_item *it,
         snprintf(why, wcap, "larger than any entry");
     } else {
         int r = read_all(db, fd, (size_t)st.st_size, &buf);
-        kiln__kdb_entry e;
+        kiln__kdb_entry e = {NULL, 0, NULL, 0};
         const char *bad = r == -1 ? strerror(errno)
                           : r == -2 ? "shorter than its size"
-                                    : kiln__kdb_parse(buf, (size_t)st.st_size, &e);
-        char own[KILN__KDB_NAME_LEN + 1];
-        if (bad == NULL) {
-            kiln__kdb_name(e.key, e.key_len, own);
-            if (strcmp(own, name) != 0)
-                bad = "its key does not belong to its file name";
-        }
+                                    : check_entry(buf, (size_t)st.st_size, name, &e);
         if (bad != NULL) {
             snprintf(why, wcap, "%s", bad);
         } else {

@@ -1325,6 +1325,25 @@ static const char *exec_setup(tdir *t)
     return plugin();
 }
 
+/* Execute `op` (neg, abs) on one f32 element x on ctx; info may be NULL. */
+static float run_unary(kiln_context *ctx, const char *op, float x, kiln_exec_info *info)
+{
+    char kf[128];
+    snprintf(kf, sizeof kf, "kiln.fusion 1\n%%a = input f32 [?]\n%%b = %s %%a\noutput %%b\n",
+             op);
+    kiln_fusion *f = tu_fusion(kf);
+    float y = 0;
+    int64_t one = 1;
+    kiln_tensor *in = tu_tensor(KILN_F32, 1, &one, NULL, &x);
+    kiln_tensor *out = tu_tensor(KILN_F32, 1, &one, NULL, &y);
+    ck_assert_msg(kiln_execute(ctx, f, &in, 1, &out, 1, NULL, info) == KILN_OK, "%s",
+                  kiln_last_error());
+    kiln_tensor_destroy(in);
+    kiln_tensor_destroy(out);
+    kiln_fusion_destroy(f);
+    return y;
+}
+
 static const char *FMA_KF =
     "kiln.fusion 1\n%a = input f32 [?]\n%b = input f32 [?]\n%c = input f32 [?]\n"
     "%m = mul %a %b\n%s = add %m %c\noutput %s\n";
@@ -1530,25 +1549,14 @@ START_TEST(execute_refusals)
     cfg.dump_stream = diag;
     kiln_context *ctx;
     ck_assert_int_eq(kiln_context_create(&cfg, &ctx), KILN_OK);
-    kiln_fusion *f1 = tu_fusion("kiln.fusion 1\n%a = input f32 [?]\n%b = neg %a\noutput %b\n");
-    kiln_fusion *f2 = tu_fusion("kiln.fusion 1\n%a = input f32 [?]\n%b = abs %a\noutput %b\n");
-    float x = -2, y = 0;
-    int64_t one = 1;
-    kiln_tensor *in = tu_tensor(KILN_F32, 1, &one, NULL, &x);
-    kiln_tensor *out = tu_tensor(KILN_F32, 1, &one, NULL, &y);
-    ck_assert_int_eq(kiln_execute(ctx, f1, &in, 1, &out, 1, NULL, NULL), KILN_OK);
-    ck_assert(y == 2.0f);
-    ck_assert_int_eq(kiln_execute(ctx, f2, &in, 1, &out, 1, NULL, NULL), KILN_OK);
+    ck_assert(run_unary(ctx, "neg", -2, NULL) == 2.0f);
+    ck_assert(run_unary(ctx, "abs", -2, NULL) == 2.0f);
     kiln_counters c = tu_counters(ctx);
     ck_assert_uint_eq(c.kernel_db_refused, 2);
     log = slurp(diag);
     ck_assert_int_eq(count_sub(log, "writable by others"), 1);
     free(log);
     fclose(diag);
-    kiln_tensor_destroy(in);
-    kiln_tensor_destroy(out);
-    kiln_fusion_destroy(f1);
-    kiln_fusion_destroy(f2);
     kiln_context_destroy(ctx);
     tdir_free(&t);
 }
@@ -1575,23 +1583,14 @@ START_TEST(execute_disk_full)
     f.fail_at[F_WRITE] = -1;
     f.err[F_WRITE] = ENOSPC;
     kiln__kdb_set_vfs(kiln__context_kdb(ctx), &f.v);
-    kiln_fusion *fu = tu_fusion("kiln.fusion 1\n%a = input f32 [?]\n%b = neg %a\noutput %b\n");
-    float x = 3, y = 0;
-    int64_t one = 1;
-    kiln_tensor *in = tu_tensor(KILN_F32, 1, &one, NULL, &x);
-    kiln_tensor *out = tu_tensor(KILN_F32, 1, &one, NULL, &y);
     kiln_exec_info *info;
     kiln_exec_info_create(&info);
-    ck_assert_int_eq(kiln_execute(ctx, fu, &in, 1, &out, 1, NULL, info), KILN_OK);
-    ck_assert(y == -3.0f);
+    ck_assert(run_unary(ctx, "neg", 3, info) == -3.0f);
     ck_assert_int_eq(tu_seg(info, 0).kernel_db, KILN_DB_MISS);
     kiln_counters c = tu_counters(ctx);
     ck_assert_uint_eq(c.kernel_db_misses, 1);
     ck_assert_uint_eq(c.kernel_db_stores, 0);
     kiln_exec_info_destroy(info);
-    kiln_tensor_destroy(in);
-    kiln_tensor_destroy(out);
-    kiln_fusion_destroy(fu);
     kiln_context_destroy(ctx);
     char *log = slurp(diag);
     ck_assert_int_eq(count_sub(log, "No space left on device"), 1);
@@ -1613,14 +1612,9 @@ START_TEST(older_struct_sizes)
     ck_assert_uint_eq(c.kernel_db_hits, 0xeeeeeeeeeeeeeeeeULL); /* untouched */
     c.struct_size = offsetof(kiln_counters, kernel_db_hits) - 1;
     ck_assert_int_eq(kiln_context_counters(ctx, &c), KILN_ERR_INVALID_ARGUMENT);
-    kiln_fusion *f = tu_fusion("kiln.fusion 1\n%a = input f32 [?]\n%b = neg %a\noutput %b\n");
-    float x = 1, y = 0;
-    int64_t one = 1;
-    kiln_tensor *in = tu_tensor(KILN_F32, 1, &one, NULL, &x);
-    kiln_tensor *out = tu_tensor(KILN_F32, 1, &one, NULL, &y);
     kiln_exec_info *info;
     kiln_exec_info_create(&info);
-    ck_assert_int_eq(kiln_execute(ctx, f, &in, 1, &out, 1, NULL, info), KILN_OK);
+    ck_assert(run_unary(ctx, "neg", 1, info) == -1.0f);
     kiln_segment_info si;
     memset(&si, 0x5a, sizeof si);
     si.struct_size = offsetof(kiln_segment_info, kernel_db);
@@ -1630,9 +1624,6 @@ START_TEST(older_struct_sizes)
     ck_assert_str_eq(kiln_db_outcome_name(KILN_DB_STORED), "stored");
     ck_assert_str_eq(kiln_db_outcome_name((kiln_db_outcome)99), "?");
     kiln_exec_info_destroy(info);
-    kiln_tensor_destroy(in);
-    kiln_tensor_destroy(out);
-    kiln_fusion_destroy(f);
     kiln_context_destroy(ctx);
 }
 END_TEST
