@@ -531,6 +531,7 @@ static void check_outputs(kiln_context *ctx, kiln_tensor *const *outs,
         }
         void *got = read_output(ctx, outs[i], &want, w, o);
         if (got != NULL) {
+            cf_serde_fold(o, got, want.numel * kiln_dtype_size(want.dtype));
             cf_cmp_stats stats;
             char msg[CF_MSG];
             memset(&stats, 0, sizeof stats);
@@ -569,7 +570,56 @@ static kiln_status make_context(const cf_target *tg, const char *en,
     cfg.env_dump = dump;
     cfg.dump_stream = tg->dump_stream;
     cfg.max_work = tg->max_work; /* this execute's share of the budget */
-    return kiln_context_create(&cfg, ctx);
+    /* --serde: the kernel database for every context of the test (a
+    ** none-level option: no key changes, nothing else the test sees) */
+    char *joined = NULL;
+    if (tg->serde != NULL && override) {
+        size_t n = en ? strlen(en) : 0;
+        joined = malloc(n + sizeof ",kernel_db");
+        if (joined == NULL)
+            return KILN_ERR_NO_MEMORY;
+        snprintf(joined, n + sizeof ",kernel_db", "%s%skernel_db", en ? en : "",
+                 en && en[0] ? "," : "");
+        cfg.env_enable = joined;
+    }
+    kiln_status st = kiln_context_create(&cfg, ctx);
+    free(joined);
+    return st;
+}
+
+/* Destroy a context made by make_context; --serde first adds its counters
+** to the test's. */
+static void done_context(const cf_target *tg, kiln_context *ctx)
+{
+    cf_serde *sd = tg->serde;
+    if (sd != NULL && ctx != NULL) {
+        kiln_counters c;
+        memset(&c, 0, sizeof c);
+        c.struct_size = sizeof c;
+        if (kiln_context_counters(ctx, &c) == KILN_OK) {
+            sd->compiles += c.compiles;
+            sd->hits += c.kernel_db_hits;
+            sd->misses += c.kernel_db_misses;
+            sd->stores += c.kernel_db_stores;
+            sd->corrupt += c.kernel_db_corrupt;
+            sd->refused += c.kernel_db_refused;
+        }
+    }
+    kiln_context_destroy(ctx);
+}
+
+void cf_serde_fold(cf_outcome *o, const void *data, size_t n)
+{
+    if (o == NULL || o->serde == NULL)
+        return;
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const unsigned char *)data)[i]) * 0x100000001b3ULL;
+    h ^= n;
+    /* a sum: the same set of outputs in any order (threads) gives the same
+    ** digest */
+    __atomic_fetch_add(&o->serde->digest, h, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&o->serde->outputs, 1, __ATOMIC_RELAXED);
 }
 
 /* Execute options from the "enable"/"disable" lists of `obj`. */
@@ -912,6 +962,7 @@ typedef struct cstep {
     inputs in;
     const json_t *outputs;
     const json_t *expect;
+    int skip;      /* --serde: a step of the other pass */
 } cstep;
 
 typedef struct cshared {
@@ -938,6 +989,8 @@ static void cache_step(cshared *sh, size_t i, int check_hits, int thread,
 {
     cstep *s = &sh->steps[i];
     char where[48];
+    if (s->skip)
+        return;
     if (thread >= 0)
         snprintf(where, sizeof where, "thread %d step %zu: ", thread, i);
     else
@@ -997,6 +1050,30 @@ static void cache_step(cshared *sh, size_t i, int check_hits, int thread,
                 failf(o, "%sall %zu segment kernels hit, expected a miss "
                       "(options \"%s\")", where, nseg,
                       kiln_exec_info_options(info));
+            /* "db" (checked with the kernel database only, i.e. --serde):
+            ** "hit": every segment's kernel came from the database; any
+            ** other outcome X: at least one segment's is X, the others X
+            ** or hit (as "kernels": "miss" allows hits beside a miss) */
+            const char *db = NULL;
+            size_t n_db = 0;
+            opt_string(ex, "db", &db);
+            for (size_t k = 0; db && o->serde && k < nseg; k++) {
+                kiln_segment_info si;
+                memset(&si, 0, sizeof si);
+                si.struct_size = sizeof si;
+                const char *got = kiln_exec_info_segment(info, k, &si) == KILN_OK
+                                      ? kiln_db_outcome_name(si.kernel_db)
+                                      : "?";
+                n_db += strcmp(got, db) == 0;
+                if (strcmp(got, db) != 0 &&
+                    (strcmp(db, "hit") == 0 || strcmp(got, "hit") != 0))
+                    failf(o, "%ssegment %zu: kernel database outcome '%s', "
+                          "expected '%s' (options \"%s\")", where, k, got, db,
+                          kiln_exec_info_options(info));
+            }
+            if (db && o->serde && nseg > 0 && n_db == 0)
+                failf(o, "%sno segment's kernel database outcome is '%s' "
+                      "(options \"%s\")", where, db, kiln_exec_info_options(info));
             const json_t *cc = json_object_get(ex, "compiles");
             if (json_is_integer(cc) &&
                 c1.compiles - c0.compiles != (uint64_t)json_integer_value(cc))
@@ -1014,6 +1091,7 @@ static void cache_step(cshared *sh, size_t i, int check_hits, int thread,
 static void *cache_thread(void *arg)
 {
     cthread *ct = arg;
+    ct->local.serde = ct->sh->o->serde;
     for (size_t i = 0; i < ct->sh->n_steps && ct->local.status != CF_FAIL; i++)
         cache_step(ct->sh, i, 0, ct->id, &ct->local);
     return NULL;
@@ -1049,6 +1127,7 @@ static void run_cache(const cf_target *tg, const cf_test *t, cf_outcome *o)
     }
     sh.n_steps = json_array_size(steps);
     sh.steps = calloc(sh.n_steps + 1, sizeof *sh.steps);
+    sh.o = o;
     size_t built = 0;
     for (size_t i = 0; sh.steps && i < sh.n_steps; i++) {
         const json_t *s = json_array_get(steps, i);
@@ -1057,6 +1136,21 @@ static void run_cache(const cf_target *tg, const cf_test *t, cf_outcome *o)
         built = i + 1;
         char wp[40];
         snprintf(wp, sizeof wp, "%s.", w);
+        /* "pass": 1 or 2 -- with --serde the step runs in that pass only
+        ** (its options change between the two runs); otherwise always */
+        const json_t *pj = json_object_get(s, "pass");
+        if (pj != NULL && (!json_is_integer(pj) || json_integer_value(pj) < 1 ||
+                           json_integer_value(pj) > 2)) {
+            failf(o, "vector: %s.pass must be 1 or 2", w);
+            break;
+        }
+        if (pj != NULL && tg->serde != NULL) {
+            tg->serde->pass_specific = 1;
+            if (json_integer_value(pj) != tg->serde->pass) {
+                sh.steps[i].skip = 1;
+                continue;
+            }
+        }
         if (load_execopts(s, w, &sh.steps[i].x, o) ||
             load_inputs(json_object_get(s, "inputs"), "inputs",
                         &sh.steps[i].in, o) ||
@@ -1102,7 +1196,7 @@ static void run_cache(const cf_target *tg, const cf_test *t, cf_outcome *o)
         execopts_free(&sh.steps[i].x);
     }
     free(sh.steps);
-    kiln_context_destroy(sh.ctx);
+    done_context(tg, sh.ctx);
     kiln_fusion_destroy(f);
 }
 
@@ -1167,7 +1261,7 @@ done:
     inputs_free(&in);
     execopts_free(&x);
     kiln_exec_info_destroy(info);
-    kiln_context_destroy(ctx);
+    done_context(tg, ctx);
     kiln_fusion_destroy(f);
 }
 
@@ -1309,7 +1403,8 @@ static void run_differential(const cf_target *tg, const cf_test *t,
     }
     kiln_status st = make_context(tg, NULL, NULL, NULL, 1, &bt);
     if (st == KILN_OK) {
-        cf_target rt = {"ref", 0, tg->dump_stream, tg->max_work, 0};
+        cf_target rt = {.backend = "ref", .dump_stream = tg->dump_stream,
+                        .max_work = tg->max_work};
         st = make_context(&rt, NULL, NULL, NULL, 1, &ref);
     }
     if (st != KILN_OK) {
@@ -1387,6 +1482,8 @@ static void run_differential(const cf_target *tg, const cf_test *t,
             kiln_fusion_destroy(af);
         }
         void *gb = host_copy(bt, ob[i], o), *rb = host_copy(ref, orf[i], o);
+        if (gb != NULL)
+            cf_serde_fold(o, gb, numel * kiln_dtype_size(dt));
         if (gb && rb && o->status != CF_FAIL) {
             cf_cmp_stats stats;
             char msg[CF_MSG];
@@ -1422,7 +1519,7 @@ done:
     inputs_free(&in);
     execopts_free(&x);
     kiln_exec_info_destroy(info);
-    kiln_context_destroy(bt);
+    done_context(tg, bt);
     kiln_context_destroy(ref);
     kiln_fusion_destroy(f);
 }
@@ -1444,6 +1541,7 @@ void cf_run_test(const cf_target *tg, const cf_test *test, cf_outcome *o)
     /* every field first, and the budget, before anything is allocated */
     cf_cost cost;
     char err[CF_MSG];
+    o->serde = tg->serde;
     cf_target tb = *tg;
     if (!cf_category_known(t->category)) {
         o->status = CF_SKIP;
@@ -1455,10 +1553,14 @@ void cf_run_test(const cf_target *tg, const cf_test *test, cf_outcome *o)
     } else {
         tb.max_work = (uint64_t)(CF_BUDGET_WORK /
                                  (cost.executes > 0 ? cost.executes : 1));
+        /* options.precedence judges option texts, which kernel_db would
+        ** change: it runs without --serde's database */
+        cf_target plain = tb;
+        plain.serde = NULL;
         if (strcmp(t->category, "options.parse") == 0)
             run_parse(t, o);
         else if (strcmp(t->category, "options.precedence") == 0)
-            run_precedence(&tb, t, o);
+            run_precedence(&plain, t, o);
         else if (strcmp(t->category, "cache.isolation") == 0)
             run_cache(&tb, t, o);
         else if (strcmp(t->category, "numerics") == 0)

@@ -274,6 +274,18 @@ typedef struct cf_ulp_stat {
     uint64_t ulp;
 } cf_ulp_stat;
 
+/* `kiln conform --serde` (docs/conformance.md, "--serde"): what one test
+** did in one pass, summed over the contexts it created on the backend
+** under test (their kiln_counters, read before each is destroyed) and over
+** every output it read back (a hash of the bytes). */
+typedef struct cf_serde {
+    int pass;               /* 1 (fills the database) or 2 (must hit) */
+    uint64_t digest;        /* sum of a hash of every output buffer read */
+    uint64_t outputs;       /* how many were read */
+    uint64_t compiles, hits, misses, stores, corrupt, refused;
+    int pass_specific;      /* the test ran steps marked for one pass only */
+} cf_serde;
+
 typedef struct cf_outcome {
     cf_status status;
     int acceptable;
@@ -290,6 +302,7 @@ typedef struct cf_outcome {
                            ** KILN_ERR_FALLBACK_DISABLED (cases.c) */
     int abs_seen;          /* max_abs is meaningful */
     double max_abs;        /* largest |got - ref| of abs/sumBound checks */
+    cf_serde *serde;        /* --serde: where the test's outputs are summed */
 } cf_outcome;
 
 typedef struct cf_target {
@@ -298,7 +311,12 @@ typedef struct cf_target {
     void *dump_stream;     /* FILE* for KILN_DUMP output (NULL: stderr) */
     uint64_t max_work;     /* each context's max_work (0: Kiln's default) */
     int plugin;            /* the backend is a plugin, not one of Kiln's own */
+    cf_serde *serde;       /* --serde: enable=kernel_db is added to every
+                              context on the backend under test (NULL: not) */
 } cf_target;
+
+/* Fold output bytes into o->serde (no-op without --serde; thread-safe). */
+void cf_serde_fold(cf_outcome *o, const void *data, size_t n);
 
 /* The category names the runner knows, in suite order (NULL-terminated). */
 extern const char *const cf_categories[];
@@ -464,6 +482,40 @@ void cf_summary_free(cf_summary *s);
 size_t cf_test_keys(const cf_test *t, cf_key *keys, size_t cap);
 /* One line saying why the run fails ("" when it passes) into buf. */
 void cf_verdict_text(const cf_summary *s, char *buf, size_t cap);
+/* ----------------------------------------------------------------- serde */
+
+/* serde.c: the --serde driver and the per-test records of its passes. */
+typedef struct cf_serde_run {
+    const char *backend;   /* chosen already: cuda or nvrtc, or a plugin */
+    long device;
+    const char *vectors;   /* NULL: the default */
+    const char **cats;
+    size_t n_cats;
+    const char *filter, *exclude, *shard;
+    double timeout;
+    const char *report, *junit, *tap; /* written by pass 2 */
+    int strict;
+    const char **skip_flags;
+    size_t n_skip;
+    const char *expectations;          /* both passes */
+    const char *results, *write_expect; /* written by pass 2 */
+} cf_serde_run;
+/* Run pass 1 and pass 2 as two processes on one fresh cache directory;
+** the exit status (0 only when both passes passed). */
+int cf_serde_drive(const cf_serde_run *a);
+/* One test's record as JSON (a new reference). */
+json_t *cf_serde_json(const cf_serde *sd);
+/* Pass 1: its own rules; pass 2: compare with records (id -> record). */
+void cf_serde_judge(const json_t *records, const char *id, const cf_serde *sd,
+                    cf_outcome *o);
+/* Read pass 1's record file into an object keyed by test id.  0 on
+** success; 1 with a message on stderr. */
+int cf_serde_load(const char *path, json_t **out);
+/* Write the record file (one line per test that left a record); sums the
+** compiles and the kernels kept (stored or found) over all tests. */
+int cf_serde_write(const char *path, const cf_result *res,
+                   const json_t *const *lines, size_t n, uint64_t *compiles,
+                   uint64_t *kept);
 
 /* The text report on the terminal. */
 void cf_report_text(const cf_summary *s, FILE *out);

@@ -75,6 +75,8 @@ typedef struct run {
     int chan;              /* channel file, O_APPEND */
     progress *prog;
     int tty;
+    int serde_pass;        /* --serde-record: 1, --serde-check: 2, else 0 */
+    json_t *serde_records; /* pass 2: pass 1's records by test id */
 } run;
 
 static const run *current;
@@ -113,12 +115,19 @@ static void progress_end(const run *r, size_t k, int failed)
         fprintf(stderr, "\r\033[K[%s] %zu/%zu  failures: %ld",
                 r->sel[r->todo[k]]->category, r->cat_pos[k] + 1,
                 r->cat_total[k], p->failed);
+    else if (r->cat_pos[k] + 1 == r->cat_total[k] || (p->done % 200) == 0)
+        /* not a terminal (CI logs): a plain line every 200 tests and at
+        ** the end of each category, so a long run shows it is alive */
+        fprintf(stderr, "kiln conform: [%s] %zu/%zu, %ld/%zu tests done, "
+                "failures: %ld\n", r->sel[r->todo[k]]->category,
+                r->cat_pos[k] + 1, r->cat_total[k], p->done, r->n_todo,
+                p->failed);
 }
 
 /* One JSON line per finished test into the channel file (i: the test's
 ** index in the selection). */
 static void channel_write(const run *r, size_t i, const cf_outcome *o,
-                          double t0, double t1)
+                          const cf_serde *sd, double t0, double t1)
 {
     char esc[4 * CF_MSG];
     json_t *msg = json_string(o->msg);
@@ -140,6 +149,8 @@ static void channel_write(const run *r, size_t i, const cf_outcome *o,
                              "ulp", ulp, "nat", (json_int_t)o->native, "fb",
                              (json_int_t)o->fallback, "abs", o->abs_seen,
                              "maxabs", maxabs);
+    if (line != NULL && sd != NULL)
+        json_object_set_new(line, "serde", cf_serde_json(sd));
     char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
     if (text) {
         size_t n = strlen(text);
@@ -161,8 +172,15 @@ START_TEST(conform_test)
     test_id(t, id, sizeof id);
     progress_start(r, (size_t)_i);
     double t0 = now_ms();
-    cf_run_test(&r->tg, t, &o);
-    channel_write(r, i, &o, t0, now_ms());
+    cf_serde sd;
+    memset(&sd, 0, sizeof sd);
+    sd.pass = r->serde_pass;
+    cf_target tg = r->tg;
+    tg.serde = r->serde_pass ? &sd : NULL;
+    cf_run_test(&tg, t, &o);
+    if (r->serde_pass)
+        cf_serde_judge(r->serde_records, id, &sd, &o);
+    channel_write(r, i, &o, r->serde_pass ? &sd : NULL, t0, now_ms());
     int bad = o.status == CF_FAIL || o.status == CF_INVALID;
     progress_end(r, (size_t)_i, bad);
     if (bad)
@@ -346,8 +364,13 @@ static void usage(FILE *out)
 "  --junit FILE       write JUnit XML\n"
 "  --report FILE.md   write a Markdown report\n"
 "  --timeout SECONDS  per-test time limit (default 60; fork mode only)\n"
-"  --serde            round-trip kernels through the on-disk kernel database\n"
-"                     (not in this build)\n"
+"  --serde            run the selection twice, in two processes, on one fresh\n"
+"                     kernel database (enable=kernel_db): the second run must\n"
+"                     load every kernel the first compiled and reproduce its\n"
+"                     outputs bit for bit.  Needs a backend that persists\n"
+"                     kernels (auto: cuda when usable, else nvrtc)\n"
+"  --serde-record FILE, --serde-check FILE\n"
+"                     the two passes of --serde (internal: run by --serde)\n"
 "  -h, --help         this text\n"
 "\n"
 "Options take their value as --opt VALUE or --opt=VALUE.  The output\n"
@@ -510,21 +533,30 @@ static const char *find_vectors(const char *opt, char *buf, size_t cap,
 
 /* --------------------------------------------------------------- results */
 
+/* The whole channel file (malloc'd; NULL when empty), *got its length. */
+static char *read_channel(const run *r, size_t *got)
+{
+    off_t size = lseek(r->chan, 0, SEEK_END);
+    char *text = size > 0 ? malloc((size_t)size + 1) : NULL;
+    *got = 0;
+    while (text && *got < (size_t)size) {
+        ssize_t n = pread(r->chan, text + *got, (size_t)size - *got,
+                          (off_t)*got);
+        if (n <= 0)
+            break;
+        *got += (size_t)n;
+    }
+    return text;
+}
+
 /* Read the children's JSON lines back and merge them with Check's
 ** verdicts (Check's k-th result is test todo[k]).  res[] already holds
 ** every selected test, the ones that do not run as skips. */
 static void collect(const run *r, SRunner *sr, cf_result *res)
 {
     /* The channel file: one line per finished test. */
-    off_t size = lseek(r->chan, 0, SEEK_END);
-    char *text = size > 0 ? malloc((size_t)size + 1) : NULL;
     size_t got = 0;
-    while (text && got < (size_t)size) {
-        ssize_t n = pread(r->chan, text + got, (size_t)size - got, (off_t)got);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
+    char *text = read_channel(r, &got);
     int *seen = calloc(r->n_sel + 1, sizeof *seen);
     for (char *p = text, *e; text && seen && p < text + got; p = e + 1) {
         e = memchr(p, '\n', (size_t)(text + got - p));
@@ -1150,7 +1182,7 @@ enum {
     O_BACKEND, O_DEVICE, O_VECTORS, O_CATEGORY, O_FILTER, O_EXCLUDE, O_SHARD,
     O_LIST, O_TAP, O_JUNIT, O_REPORT, O_TIMEOUT, O_SERDE, O_STRICT,
     O_ALLOW_UNAVAILABLE, O_SKIP_FLAG, O_EXPECTATIONS, O_WRITE_EXPECTATIONS,
-    O_RESULTS, O_CHECK_RESULTS
+    O_RESULTS, O_CHECK_RESULTS, O_SERDE_RECORD, O_SERDE_CHECK
 };
 static const cli_opt conform_opts[] = {
     [O_BACKEND] = {"--backend", CLI_VALUE},
@@ -1173,8 +1205,82 @@ static const cli_opt conform_opts[] = {
     [O_WRITE_EXPECTATIONS] = {"--write-expectations", CLI_VALUE},
     [O_RESULTS] = {"--results", CLI_VALUE},
     [O_CHECK_RESULTS] = {"--check-results", CLI_VALUE},
+    [O_SERDE_RECORD] = {"--serde-record", CLI_VALUE},
+    [O_SERDE_CHECK] = {"--serde-check", CLI_VALUE},
     {NULL, CLI_FLAG},
 };
+
+/* --serde-record: pass 1's record file from the channel lines, and the
+** run-level check that kernels were kept at all.  Non-zero on failure. */
+static int serde_record_write(const run *r, const cf_result *res,
+                              const char *path)
+{
+    json_t **lines = calloc(r->n_sel + 1, sizeof *lines);
+    size_t got = 0;
+    char *text = read_channel(r, &got);
+    for (char *p = text, *e; text && lines && p < text + got; p = e + 1) {
+        if ((e = memchr(p, '\n', (size_t)(text + got - p))) == NULL)
+            break;
+        *e = '\0';
+        json_t *j = json_loads(p, 0, NULL);
+        json_int_t i = -1;
+        json_t *sd = NULL;
+        if (j && json_unpack(j, "{sIso}", "i", &i, "serde", &sd) == 0 &&
+            i >= 0 && (size_t)i < r->n_sel && lines[i] == NULL)
+            lines[i] = json_incref(sd);
+        json_decref(j);
+    }
+    uint64_t compiles = 0, kept = 0;
+    int rc = lines == NULL ||
+             cf_serde_write(path, res, (const json_t *const *)lines, r->n_sel,
+                            &compiles, &kept) != 0;
+    if (!rc && compiles > 0 && kept == 0) {
+        printf("kiln conform: --serde pass 1: %llu kernels were compiled and "
+               "none was kept in the kernel database (backend %s cannot "
+               "persist kernels?)\n", (unsigned long long)compiles,
+               r->tg.backend);
+        rc = 1;
+    }
+    for (size_t i = 0; lines && i < r->n_sel; i++)
+        json_decref(lines[i]);
+    free(lines);
+    free(text);
+    return rc;
+}
+
+/* --serde: choose the backend (it must persist kernels), then run the two
+** passes (serde.c).  a->backend is what was asked for. */
+static int serde_run(cf_serde_run *a)
+{
+    probe_out p1, p2;
+    if (strcmp(a->backend, "auto") == 0) {
+        probe("cuda", (int)a->device, &p1);
+        if (p1.status == KILN_OK) {
+            a->backend = "cuda";
+        } else {
+            probe("nvrtc", (int)a->device, &p2);
+            if (p2.status != KILN_OK) {
+                fprintf(stderr, "kiln conform: --serde needs a backend that "
+                        "compiles and persists kernels; neither cuda (%s) nor "
+                        "nvrtc (%s) is usable here\n", p1.why, p2.why);
+                return 1;
+            }
+            a->backend = "nvrtc";
+        }
+    } else if (strcmp(a->backend, "ref") == 0) {
+        return cli_usage("kiln conform", "--serde needs a backend that "
+                         "compiles and persists kernels (cuda, nvrtc or a "
+                         "plugin); ref compiles nothing");
+    } else {
+        probe(a->backend, (int)a->device, &p1);
+        if (p1.status != KILN_OK) {
+            fprintf(stderr, "kiln conform: --serde: backend '%s' is not "
+                    "usable: %s\n", a->backend, p1.why);
+            return 1;
+        }
+    }
+    return cf_serde_drive(a);
+}
 
 /* Run the Check suite over r->todo; fills res.  0, or 1 on a setup
 ** failure (message on stderr). */
@@ -1258,7 +1364,9 @@ int kiln_cmd_conform(int argc, char **argv)
     selection q;
     long device = 0;
     double timeout = 60;
-    int list = 0, strict = 0, allow_unavailable = 0, rc = 2;
+    int list = 0, strict = 0, allow_unavailable = 0, rc = 2, serde = 0;
+    int serde_failed = 0;
+    const char *serde_record = NULL, *serde_check = NULL;
     char vbuf[4200], err[2 * CF_MSG], esc[8 * CF_MSG];
     const char *vectors_from = NULL;
     run r;
@@ -1322,10 +1430,9 @@ int kiln_cmd_conform(int argc, char **argv)
             }
             break;
         }
-        case O_SERDE:
-            fprintf(stderr, "kiln conform: --serde needs the on-disk kernel "
-                    "database, not in this build\n");
-            goto out;
+        case O_SERDE: serde = 1; break;
+        case O_SERDE_RECORD: serde_record = v; break;
+        case O_SERDE_CHECK: serde_check = v; break;
         case O_STRICT: strict = 1; break;
         case O_ALLOW_UNAVAILABLE: allow_unavailable = 1; break;
         case O_SKIP_FLAG: skip_flags[n_skip++] = v; break;
@@ -1336,8 +1443,13 @@ int kiln_cmd_conform(int argc, char **argv)
         default: goto out;
         }
     }
+    if (serde + (serde_record != NULL) + (serde_check != NULL) > 1) {
+        cli_usage(cmd, "--serde, --serde-record and --serde-check exclude "
+                       "each other");
+        goto out;
+    }
     if (check != NULL) {
-        if (list || tap || junit || report || results || write_expect ||
+        if (serde || serde_record || serde_check || list || tap || junit || report || results || write_expect ||
             q.n_cats || q.filter || q.exclude || n_skip || strict ||
             strcmp(shard, "1/1") != 0 || strcmp(backend, "auto") != 0) {
             cli_usage(cmd, "--check-results takes only --vectors and "
@@ -1368,11 +1480,34 @@ int kiln_cmd_conform(int argc, char **argv)
     memset(&pr, 0, sizeof pr);
     if ((rc = check_backend_name(cmd, backend)) != 0)
         goto out;
+    if (serde && !list) {
+        cf_serde_run a = {
+            .backend = backend, .device = device, .vectors = vectors,
+            .cats = cats, .n_cats = q.n_cats, .filter = q.filter,
+            .exclude = q.exclude, .shard = shard, .timeout = timeout,
+            .report = report, .junit = junit, .tap = tap, .strict = strict,
+            .skip_flags = skip_flags, .n_skip = n_skip,
+            .expectations = expect_path, .results = results,
+            .write_expect = write_expect};
+        rc = serde_run(&a);
+        goto out;
+    }
     if (!list) {
         rc = choose_backend(cmd, backend, (int)device, allow_unavailable,
                             &chosen, note, sizeof note, &pr);
         if (rc != 0)
             goto out;
+    }
+    if (serde_record || serde_check) /* the reports say which run this is */
+        snprintf(note, sizeof note, "--serde pass %d of 2: %s",
+                 serde_record ? 1 : 2,
+                 serde_record ? "fills a fresh kernel database"
+                              : "every kernel from the database, outputs as "
+                                "in pass 1");
+    r.serde_pass = serde_record ? 1 : serde_check ? 2 : 0;
+    if (serde_check && cf_serde_load(serde_check, &r.serde_records) != 0) {
+        rc = 1;
+        goto done;
     }
     rc = 2;
 
@@ -1488,6 +1623,8 @@ int kiln_cmd_conform(int argc, char **argv)
         rc = 1;
         goto done;
     }
+    if (serde_record && serde_record_write(&r, res, serde_record) != 0)
+        serde_failed = 1;
 
     cf_summary sum;
     memset(&sum, 0, sizeof sum);
@@ -1552,7 +1689,7 @@ int kiln_cmd_conform(int argc, char **argv)
                sum.verdict.evidence);
     else
         printf("kiln conform: FAIL on %s: %s\n", chosen, why);
-    rc = sum.verdict.pass && !werr ? 0 : 1;
+    rc = sum.verdict.pass && !werr && !serde_failed ? 0 : 1;
     cf_summary_free(&sum);
 done:
     for (size_t i = 0; res && i < r.n_sel; i++)
@@ -1560,6 +1697,7 @@ done:
     free(res);
     if (devnull)
         fclose(devnull);
+    json_decref(r.serde_records);
     run_free(&r);
 out:
     cf_expectations_free(&ex);

@@ -1055,8 +1055,11 @@ static int v_cache(vstate *v, const json_t *t)
                                        "fusion", "env", "steps", "threads",
                                        "concurrent", NULL};
     static const char *const step_keys[] = {"enable", "disable", "inputs",
-                                            "outputs", "expect", NULL};
+                                            "outputs", "expect", "pass", NULL};
     static const char *const expect_keys[] = {"plan", "kernels", "compiles",
+                                              "db", NULL};
+    static const char *const db_outcomes[] = {"none",    "hit",     "miss",
+                                              "stored",  "corrupt", "refused",
                                               NULL};
     const json_t *steps, *conc;
     json_int_t threads = 1;
@@ -1083,11 +1086,13 @@ static int v_cache(vstate *v, const json_t *t)
             v_strings(v, s, w, "disable", 0) ||
             v_tensors(v, s, w, "inputs", 1, 0, 1) ||
             v_tensors(v, s, w, "outputs", 1, 1, threads) ||
+            v_int(v, s, w, "pass", 0, 1, 2, NULL) ||
             v_typed(v, s, w, "expect", 1, JSON_OBJECT, &ex) ||
             v_keys(v, ex, f, expect_keys) ||
             v_string(v, ex, f, "plan", 1, hit_miss_any, NULL) ||
             v_string(v, ex, f, "kernels", 1, hit_miss_any, NULL) ||
-            v_int(v, ex, f, "compiles", 0, 0, INT64_MAX, NULL))
+            v_int(v, ex, f, "compiles", 0, 0, INT64_MAX, NULL) ||
+            v_string(v, ex, f, "db", 0, db_outcomes, NULL))
             return 1;
     }
     v->cost->executes = (int64_t)json_array_size(steps) * threads;

@@ -186,6 +186,29 @@ typedef struct kiln_backend {
     ** intermediates. */
     kiln_status (*stream_sync)(void *state, void *stream, char *err,
                                size_t cap);
+    /* Optional, appended in ABI 1: the kernel database (enable=kernel_db,
+    ** docs/kernel-db.md).  All three or none: a backend with any of them
+    ** NULL (or beyond struct_size) never has its kernels persisted.
+    ** db_versions: the versions a stored kernel depends on beyond
+    ** identity() -- compiler, driver -- as text for the database key.  A
+    ** failed probe must return an error: the database then refuses to
+    ** serve this backend (fail closed).
+    ** serialize: write compiled kernel `handle` as a payload into buf (cap
+    ** bytes) and its length into *size.  KILN_ERR_LIMIT when cap is too
+    ** small (*size = the length needed); KILN_ERR_UNSUPPORTED when this
+    ** kernel cannot be persisted.
+    ** deserialize: rebuild a kernel from a payload that serialize wrote
+    ** (the host passes it only for the same database key, after checking
+    ** the entry's checksum).  Fills *out as compile() does.  The payload
+    ** alone decides what the kernel computes; any malformed payload must
+    ** fail cleanly (KILN_ERR_CORRUPT). */
+    kiln_status (*db_versions)(void *state, char *buf, size_t cap);
+    kiln_status (*serialize)(void *state, void *handle, void *buf,
+                             size_t cap, size_t *size, char *err,
+                             size_t err_cap);
+    kiln_status (*deserialize)(void *state, const void *payload,
+                               size_t size, kiln_kernel_out *out, char *err,
+                               size_t err_cap);
 } kiln_backend;
 
 typedef const kiln_backend *(*kiln_backend_entry_fn)(uint32_t host_abi);

@@ -390,9 +390,9 @@ void kiln__pseg_ir(const kiln__pseg *s, const kiln__variant *v,
 /* Compile blob's segment with backend (be, state).  On UNSUPPORTED from a
 ** non-reference backend, compiles with the reference backend instead and
 ** marks the kernel `reference`. */
-static kiln_status compile_into(kiln_context *ctx, const kiln__pseg *s,
-                                const kiln__variant *v, kiln__kernel *k,
-                                char *err, size_t cap)
+kiln_status kiln__compile_into(kiln_context *ctx, const kiln__pseg *s,
+                               const kiln__variant *v, kiln__kernel *k,
+                               char *err, size_t cap)
 {
     kiln_ir_segment seg;
     kiln__pseg_ir(s, v, &seg);
@@ -426,7 +426,7 @@ static kiln_status compile_into(kiln_context *ctx, const kiln__pseg *s,
 }
 
 kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
-                             const kiln__variant *v, int nocache,
+                             const kiln__variant *v, int nocache, int use_db,
                              kiln__kernel **out, int *hit)
 {
     kiln__caches *c = &ctx->caches;
@@ -502,13 +502,16 @@ kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
     } else {
         atomic_store(&k->refs, 1);
     }
-    c->compiles++;
     pthread_mutex_unlock(&c->kern_mu);
     release_kernels(evict);
 
-    kiln_status st = compile_into(ctx, s, v, k, err, sizeof err);
+    /* nocache (disable=nvrtc_caching) recompiles: no database either */
+    int compiled = 0;
+    kiln_status st = kiln__kdb_obtain(ctx, s, v, kir, k, use_db && !nocache,
+                                      &compiled, err, sizeof err);
 
     pthread_mutex_lock(&c->kern_mu);
+    c->compiles += (uint64_t)compiled;
     if (st == KILN_OK) {
         k->state = 1;
         if (k->be->memory == KILN_MEM_DEVICE)

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "kernel_db.h"
 
 #define DEFAULT_PLAN_CAP 256
 #define DEFAULT_KERNEL_CAP 1024
@@ -337,6 +338,13 @@ kiln_status kiln_context_create(const kiln_context_config *cfg,
         s = kiln__err(KILN_ERR_NO_MEMORY, "kiln_context_create: mutex init");
         goto fail;
     }
+    /* the kernel database: configured now, opened at its first use */
+    ctx->kdb = kiln__kdb_from_env(ctx->dump);
+    if (ctx->kdb == NULL) {
+        s = kiln__err(KILN_ERR_NO_MEMORY, "kiln_context_create: out of memory");
+        pthread_mutex_destroy(&ctx->env_mu);
+        goto fail;
+    }
     s = kiln__caches_init(&ctx->caches,
                           c.plan_cache_capacity ? c.plan_cache_capacity
                                                 : DEFAULT_PLAN_CAP,
@@ -350,6 +358,7 @@ kiln_status kiln_context_create(const kiln_context_config *cfg,
     kiln__err_clear();
     return KILN_OK;
 fail:
+    kiln__kdb_destroy(ctx->kdb);
     if (ctx->ref_owned && ctx->ref->close != NULL)
         ctx->ref->close(ctx->ref_state);
     if (ctx->be.close != NULL)
@@ -365,6 +374,7 @@ void kiln_context_destroy(kiln_context *ctx)
     if (ctx == NULL)
         return;
     kiln__caches_fini(&ctx->caches); /* releases every kernel first */
+    kiln__kdb_destroy(ctx->kdb);
     if (ctx->ref_owned && ctx->ref->close != NULL)
         ctx->ref->close(ctx->ref_state);
     if (ctx->be.close != NULL)
@@ -431,7 +441,8 @@ kiln_status kiln_context_counters(const kiln_context *ctx, kiln_counters *out)
     if (ctx == NULL || out == NULL)
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
                          "kiln_context_counters: NULL argument");
-    if (out->struct_size < sizeof *out)
+    /* callers built before the kernel_db fields pass the older size */
+    if (out->struct_size < offsetof(kiln_counters, kernel_db_hits))
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
                          "kiln_context_counters: out->struct_size %zu is too "
                          "small (set it to sizeof(kiln_counters))",
@@ -453,7 +464,16 @@ kiln_status kiln_context_counters(const kiln_context *ctx, kiln_counters *out)
     r.compiles = c->compiles;
     r.kernel_loads = c->loads;
     pthread_mutex_unlock(&c->kern_mu);
-    *out = r;
+    kiln__kdb_counts d;
+    kiln__kdb_counters(ctx->kdb, &d);
+    r.kernel_db_hits = d.hits;
+    r.kernel_db_misses = d.misses;
+    r.kernel_db_corrupt = d.corrupt;
+    r.kernel_db_stores = d.stores;
+    r.kernel_db_refused = d.refused;
+    size_t n = out->struct_size < sizeof r ? out->struct_size : sizeof r;
+    r.struct_size = n;
+    memcpy(out, &r, n);
     kiln__err_clear();
     return KILN_OK;
 }

@@ -148,6 +148,7 @@ struct kiln__kernel {
     const kiln_backend *be;    /* who owns handle */
     void *be_state;
     kiln_kernel_out out;
+    kiln_db_outcome db;        /* the database's part in building it */
     atomic_long refs;
     int in_cache;
     kiln__kernel *lru_prev, *lru_next, *chain;
@@ -188,6 +189,7 @@ struct kiln_context {
     FILE *dump;
     atomic_ullong executes;
     kiln__caches caches;
+    struct kiln__kdb *kdb;     /* the kernel database (kernel_db.h) */
 };
 
 kiln_status kiln__caches_init(kiln__caches *c, size_t plan_cap,
@@ -212,14 +214,28 @@ kiln_status kiln__variant_get(kiln_context *ctx, const struct kiln_options *o,
 
 /* Resolve the kernel of segment s for variant v: from the cache, or by
 ** compiling it once (single-flight).  nocache: compile a private kernel
-** (disable=nvrtc_caching).  On success *out holds one reference and *hit
-** says whether it came from the cache. */
+** (disable=nvrtc_caching).  use_db: a kernel the cache lacks is looked up
+** in the kernel database first, and stored there once compiled
+** (enable=kernel_db; kernel_db_cache.c).  On success *out holds one
+** reference and *hit says whether it came from the cache. */
 /* The segment IR handed to the backend for `s` under variant `v`. */
 void kiln__pseg_ir(const kiln__pseg *s, const kiln__variant *v,
                    kiln_ir_segment *seg);
 kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
-                             const kiln__variant *v, int nocache,
+                             const kiln__variant *v, int nocache, int use_db,
                              kiln__kernel **out, int *hit);
+/* Build kernel k of segment s (IR variant kir) under variant v: through
+** the kernel database when use_db, else compile (kernel_db_cache.c).
+** k->db receives the outcome, *compiled whether the backend compiled. */
+kiln_status kiln__kdb_obtain(kiln_context *ctx, const kiln__pseg *s,
+                             const kiln__variant *v, const kiln__segir *kir,
+                             kiln__kernel *k, int use_db, int *compiled,
+                             char *err, size_t cap);
+/* Compile k (cache.c): the backend, or the reference backend when the
+** backend answers KILN_ERR_UNSUPPORTED. */
+kiln_status kiln__compile_into(kiln_context *ctx, const kiln__pseg *s,
+                               const kiln__variant *v, kiln__kernel *k,
+                               char *err, size_t cap);
 void kiln__kernel_release(kiln__kernel *k);
 
 /* Masks of the options of each level (from KILN_OPTION_TABLE). */

@@ -105,7 +105,8 @@ kiln_status kiln_exec_info_segment(const kiln_exec_info *info, size_t i,
     if (info == NULL || out == NULL)
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
                          "kiln_exec_info_segment: NULL argument");
-    if (out->struct_size < sizeof *out)
+    /* callers built before kernel_db was appended pass the older size */
+    if (out->struct_size < offsetof(kiln_segment_info, kernel_db))
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
                          "kiln_exec_info_segment: out->struct_size %zu is too "
                          "small (set it to sizeof(kiln_segment_info))",
@@ -115,8 +116,17 @@ kiln_status kiln_exec_info_segment(const kiln_exec_info *info, size_t i,
                          "kiln_exec_info_segment: segment %zu does not exist "
                          "(the record has %zu)",
                          i, info->valid ? info->n_segs : (size_t)0);
-    *out = info->segs[i];
+    size_t n = out->struct_size < sizeof *out ? out->struct_size : sizeof *out;
+    memcpy(out, &info->segs[i], n);
+    out->struct_size = n;
     return KILN_OK;
+}
+
+const char *kiln_db_outcome_name(kiln_db_outcome o)
+{
+    static const char *const names[] = {"none",   "hit",     "miss",
+                                        "stored", "corrupt", "refused"};
+    return (unsigned)o < sizeof names / sizeof names[0] ? names[o] : "?";
 }
 
 static const char *kind_name(kiln_segment_kind k)
@@ -181,8 +191,9 @@ kiln_status kiln_exec_info_json(const kiln_exec_info *info, char **out)
         json_str(&b, s->flags);
         kiln__buf_puts(&b, ", \"path\": ");
         json_str(&b, s->path);
-        kiln__buf_printf(&b, ", \"device\": %d, \"gpu_ms\": %.6g}", s->device,
-                         s->gpu_ms);
+        kiln__buf_printf(&b, ", \"device\": %d, \"gpu_ms\": %.6g, "
+                             "\"kernel_db\": \"%s\"}",
+                         s->device, s->gpu_ms, kiln_db_outcome_name(s->kernel_db));
     }
     kiln__buf_puts(&b, "]}");
     if (b.failed) {
@@ -793,6 +804,7 @@ static kiln_status fill_info(kiln_exec_info *info, const kiln_context *ctx,
         s->what = p->segs[i].what;
         s->kernel_id = k->hash;
         s->kernel_hit = c->hit[i];
+        s->kernel_db = c->hit[i] ? KILN_DB_NONE : k->db; /* this call's part */
         snprintf(info->text[i].flags, sizeof info->text[i].flags, "%s",
                  ref == 2 ? "" : k->out.flags);
         snprintf(info->text[i].path, sizeof info->text[i].path, "%s",
@@ -1013,10 +1025,11 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
         memset(c.kern_small, 0, p->n_segs * sizeof *c.kern_small);
     }
     int nocache = kiln__opt_on(&eo, KOPT_DIS_NVRTC_CACHING);
+    int use_db = kiln__opt_on(&eo, KOPT_EN_KERNEL_DB);
     int no_fallback = kiln__opt_on(&eo, KOPT_DIS_FALLBACK);
     for (uint32_t i = 0; i < p->n_segs; i++) {
-        st = kiln__kernel_get(ctx, &p->segs[i], var, nocache, &c.kern[i],
-                              &c.hit[i]);
+        st = kiln__kernel_get(ctx, &p->segs[i], var, nocache, use_db,
+                              &c.kern[i], &c.hit[i]);
         if (st != KILN_OK)
             goto fail;
         if (c.kern[i]->reference && no_fallback) {
@@ -1036,9 +1049,12 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
         fprintf(dump, "kiln: cache: plan %016llx %s\n",
                 (unsigned long long)p->hash, plan_hit ? "hit" : "miss");
         for (uint32_t i = 0; i < p->n_segs; i++)
-            fprintf(dump, "kiln: cache: segment %u (%s) kernel %016llx %s\n", i,
-                    p->segs[i].what, (unsigned long long)c.kern[i]->hash,
-                    c.hit[i] ? "hit" : "miss");
+            fprintf(dump, "kiln: cache: segment %u (%s) kernel %016llx %s%s%s\n",
+                    i, p->segs[i].what, (unsigned long long)c.kern[i]->hash,
+                    c.hit[i] ? "hit" : "miss",
+                    !c.hit[i] && c.kern[i]->db ? " kernel_db=" : "",
+                    !c.hit[i] && c.kern[i]->db
+                        ? kiln_db_outcome_name(c.kern[i]->db) : "");
         funlockfile(dump);
     }
 

@@ -96,7 +96,7 @@ void kiln__buf_free(kiln_buf *b);
       KILN_LEVEL_PLAN, NULL, 0, 1,                                             \
       "matmul and its pointwise epilogue become one generated kernel")         \
     X(EN_KERNEL_DB, "kernel_db", KILN_SET_ENABLE, KILN_ARG_NONE,               \
-      KILN_LEVEL_NONE, NULL, 0, 0,                                             \
+      KILN_LEVEL_NONE, NULL, 0, 1,                                             \
       "use the persistent on-disk kernel cache")                               \
     X(EN_KERNEL_DEBUG, "kernel_debug", KILN_SET_ENABLE, KILN_ARG_NONE,         \
       KILN_LEVEL_KERNEL, NULL, 0, 1, "compile kernels with -G")                \

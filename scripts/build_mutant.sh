@@ -16,7 +16,9 @@
 #   Kind: backend -> BUILD/mutants/NAME.so, a plugin exporting only
 #                    kiln_backend_entry (conformance/mutants/entry.c) that
 #                    returns the patched ref backend as "mutant_NAME";
-#   Kind: runtime -> BUILD/mutants/NAME/kiln, the patched kiln tool.
+#   Kind: runtime -> BUILD/mutants/NAME/kiln, the patched kiln tool;
+#   Kind: serde   -> built as runtime; mutants.sh judges it with --serde on
+#                    the nvrtc backend (a kernel-database defect).
 # A patch that touches a header mirrors every source and header of the
 # runtime and the conformance runner and recompiles all of them, since any
 # of them may include it.
@@ -77,8 +79,8 @@ done <"$PATCH"
 [[ "$m_name" =~ ^[a-z][a-z0-9_]*$ ]] ||
     die "$PATCH: mutant name '$m_name' is not [a-z][a-z0-9_]*"
 case "$m_kind" in
-backend | runtime) ;;
-*) die "$m_name: 'Kind: $m_kind' is not backend or runtime" ;;
+backend | runtime | serde) ;;
+*) die "$m_name: 'Kind: $m_kind' is not backend, runtime or serde" ;;
 esac
 [[ "$m_catches" =~ ^[a-z0-9_.]+(\|[a-z0-9_.]+)*$ ]] ||
     die "$m_name: 'Catches: $m_catches' is not a |-separated list of categories"
@@ -121,7 +123,7 @@ while IFS= read -r line; do
         f=${new#b/}
         [ -f "$f" ] || die "$m_name: the patch edits $f, which is not in the tree"
         if [[ "$f" == *.h ]]; then
-            [[ "$f" == runtime/* || ("$m_kind" = runtime && "$f" == conformance/*) ]] ||
+            [[ "$f" == runtime/* || ("$m_kind" != backend && "$f" == conformance/*) ]] ||
                 die "$m_name: $f is not a header of the $m_kind mutant's sources"
         else
             in_list "$f" "$set_src" ||

@@ -89,6 +89,14 @@ run_shards() {
   grep -h "^FAIL " "$OUT/$name"/shard-*.log | head -20
   return 0
 }
+# The kernel database round trip (docs/conformance.md, "--serde"): the
+# whole suite twice, as two processes (each CK_FORK=no: one CUDA start per
+# pass) on one fresh database; pass 2 must load every kernel pass 1
+# compiled and reproduce every output bit for bit.
+conform_serde_cuda() {
+  CK_FORK=no timeout -k 5 "${STAGE_SECS:-300}" $B/kiln conform --serde --backend cuda \
+    --report "$OUT/conform-serde-cuda.md" --junit "$OUT/conform-serde-cuda.xml"
+}
 # NVRTC 12.9+ caches compiles in the driver's compute cache under a key
 # that leaves out --use_fast_math (docs/backends.md): a process that
 # compiles fast_math kernels, then another that compiles the same sources
@@ -186,8 +194,10 @@ else
   [ "$MODE" != final ] && stage unit 60 env KILN_TEST_GPU=1 KILN_TEST_PLUGIN=$PWD/$B/plugins/libkiln_test_plugin.so KILN_BIN=$PWD/$B/kiln $B/unit_tests
   [ "$MODE" != final ] && stage python 300 python_gpu
   stage nvrtc_cache 60 nvrtc_cache_check
-  stage conform 200   conform_cuda
+  stage conform 420   conform_cuda
   stage many_views 120 many_views_check
+  stage serde 300     conform_serde_cuda
+  stage kdb 120       $B/kiln bench kdb --backend cuda --runs 5
   if [ "$MODE" = full ]; then
     stage memcheck 70   compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300
     stage racecheck 60  compute-sanitizer --tool racecheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category numerics --filter 'sum|max|min|matmul' --shard 1/8 --timeout 300

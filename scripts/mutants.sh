@@ -10,7 +10,9 @@
 #      one of the categories its header names ("Catches:").  `make
 #      mutants-build` has built it (scripts/build_mutant.sh): "Kind:
 #      backend" is the plugin BUILD/mutants/NAME.so, run by BUILD/kiln;
-#      "Kind: runtime" is the tool BUILD/mutants/NAME/kiln, run on ref.
+#      "Kind: runtime" is the tool BUILD/mutants/NAME/kiln, run on ref;
+#      "Kind: serde" (a kernel-database defect) is that tool run with
+#      --serde on nvrtc, on the tests whose comment says "pass 1".
 # Mutants run only the categories that should catch them, to stay fast.
 # Prints a table, with the categories that caught each mutant, and exits 1
 # unless every mutant is built and caught and the real backends pass.
@@ -167,8 +169,12 @@ for patch in "$MUTANTS"/*.patch; do
         continue
     fi
     read -r name kind cats <<<"$header"
+    extra=""
     if [ "$kind" = backend ]; then
         bin=$KILN backend=$BUILD/mutants/$name.so built=$BUILD/mutants/$name.so
+    elif [ "$kind" = serde ]; then
+        bin=$BUILD/mutants/$name/kiln backend=nvrtc built=$bin
+        extra="--serde --filter pass.1"
     else
         bin=$BUILD/mutants/$name/kiln backend=ref built=$bin
     fi
@@ -177,7 +183,7 @@ for patch in "$MUTANTS"/*.patch; do
         status=1
         continue
     fi
-    judge "$name ($kind)" "$bin" "$backend" ${cats//|/ }
+    SUITE_EXTRA="$extra" judge "$name ($kind)" "$bin" "$backend" ${cats//|/ }
 done
 if [ "$n_mutants" = 0 ]; then
     row "(no mutants)" "-" "-" "FAIL: no $MUTANTS/*.patch"

@@ -26,6 +26,23 @@ for kf in examples/softmax.kf examples/relu_mul_add.kf examples/matmul_epilogue.
 done
 [ -f examples/matmul_epilogue.kf ] &&
   run "$kiln" run examples/matmul_epilogue.kf --random 2 --repeat 3 --backend ref --enable fuse_matmul
+# the kernel database: a store, then a load in a new process (the test
+# plugin persists kernels), then the maintenance commands
+if [ -f "$plugin" ] && [ -f examples/softmax.kf ]; then
+  kdb=$(mktemp -d "${TMPDIR:-/tmp}/kiln-vg-kdb.XXXXXX")
+  for round in store load; do
+    echo "valgrind: kernel database ($round)"
+    if ! KILN_CACHE_DIR="$kdb/db" "${vg[@]}" "$kiln" run examples/softmax.kf --random 1 \
+         --backend "$plugin" --enable kernel_db --info >"$kdb/$round.out"; then
+      echo "valgrind: FAIL: kernel database $round"; fail=1
+    fi
+  done
+  grep -q '"kernel_db": "hit"' "$kdb/load.out" || { echo "valgrind: FAIL: no database hit"; fail=1; }
+  for sub in list stats verify clear; do
+    run "$kiln" cache "$sub" --dir "$kdb/db"
+  done
+  rm -rf "$kdb"
+fi
 if [ -x "$tests" ]; then
   # the runtime-core suites (fault loops included) in one process
   for suite in execute cache plugin; do

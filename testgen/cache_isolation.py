@@ -45,6 +45,14 @@ NOTES = {
                   "outputs checked, hit/miss not checked.",
     "Matmul": "Matmul paths chosen by plan-level options.",
     "MultiSegment": "A fusion with several segments.",
+    "Serde": "Kernel database (kiln conform --serde): a step with \"pass\" "
+             "runs only in that process of the round trip (in order with "
+             "the others in a plain run).  The fusion is unique to the test, "
+             "so pass 1 stores its kernels (db: stored); pass 2 changes a "
+             "kernel-level option and must miss the database (db: stored), "
+             "then returns to pass 1's options and must hit it (db: hit).  A "
+             "database that ignored the option in its key would hand back "
+             "pass 1's kernel and fail on the outputs.",
 }
 
 FMA_KF = None
@@ -105,7 +113,7 @@ class Seq:
         self.period = 61
 
     def step(self, enable, disable, inputs, expect, check=None,
-             shapes=None, strides=None, period=None):
+             shapes=None, strides=None, period=None, pass_=None):
         """inputs: list of (dt, shape, values); check: per-output check or
         a function(out_index, input values, outputs) -> check."""
         env_dis = [x for x in (self.env.get("disable") or "").split(",") if x]
@@ -127,9 +135,11 @@ class Seq:
             c = check(k, inputs, v) if callable(check) else (
                 check or {"kind": "exact"})
             jout.append(_out(dt, s, v, c, period))
-        self.steps.append({"enable": list(enable), "disable": list(disable),
-                           "inputs": jin, "outputs": jout,
-                           "expect": dict(expect)})
+        st = {"enable": list(enable), "disable": list(disable),
+              "inputs": jin, "outputs": jout, "expect": dict(expect)}
+        if pass_ is not None:
+            st["pass"] = pass_
+        self.steps.append(st)
         return self
 
 
@@ -487,4 +497,80 @@ def build():
         s.steps[0]["expect"] = dict(MISS)
         add("concurrent", "%d threads, 1000 elements" % n_threads,
             ["Concurrent", "NvFuserFlaw"], s, threads=n_threads)
+    serde_tests(add, rng)
     return {"cache.isolation.json": vf.finish()}
+
+
+def serde_tests(add, rng):
+    """The kernel database round trip (kiln conform --serde): pass 1 stores
+    kernels under options A, pass 2 runs options B (must miss the database)
+    and then A again (must hit it).  Each fusion is scaled by its own power
+    of two, so its kernels are unique in the suite: no other test can have
+    stored them."""
+    first = {"plan": "miss", "kernels": "miss", "db": "stored"}
+    second = {"plan": "any", "kernels": "miss", "db": "stored"}
+    back = {"plan": "hit", "kernels": "any", "db": "hit"}
+    j = [0]
+
+    def scaled(g, v, dt, rank, up=True):
+        j[0] += 1
+        k = 2.0 ** (j[0] if up else -j[0])
+        return g.op("mul", v, g.scalar(dt, k, rank))
+
+    def fma_test(dt, a_opts, b_opts, comment, rank=1, reduce=False):
+        g = kf.Graph()
+        ax = "?" * rank
+        x, y, z = g.input(dt, ax), g.input(dt, ax), g.input(dt, ax)
+        p = scaled(g, g.op("add", g.op("mul", x, y), z), dt, rank)
+        g.output(p)
+        if reduce:
+            g.output(g.reduce("max", p, [rank - 1]))
+        n = 24
+        a, b, c = flaw_inputs(rng, dt, n)
+        shape = [n] if rank == 1 else [4, n // 4]
+        ins = [(dt, shape, a), (dt, shape, b), (dt, shape, c)]
+        s = Seq(g)
+        s.step(a_opts[0], a_opts[1], ins, first, pass_=1)
+        s.step(b_opts[0], b_opts[1], ins, second, pass_=2)
+        s.step(a_opts[0], a_opts[1], ins, back, pass_=2)
+        add("kernel database (--serde)", comment,
+            ["Serde", "NvFuserFlaw", "KernelLevel"], s)
+
+    dflt, nofma = ([], []), ([], ["fma"])
+    for dt in ("f32", "f64"):
+        fma_test(dt, dflt, nofma, "%s a*b+c: pass 1 default, pass 2 "
+                 "disable=fma then default" % dt)
+        fma_test(dt, nofma, dflt, "%s a*b+c: pass 1 disable=fma, pass 2 "
+                 "default then disable=fma" % dt)
+    fma_test("f32", dflt, nofma, "f32 a*b+c and its max over the last axis "
+             "(two segments): pass 1 default, pass 2 disable=fma", rank=2,
+             reduce=True)
+    for b_opts, what in ((["kernel_lineinfo"], []), "enable=kernel_lineinfo"), \
+                        (([], ["compile_to_sass"]), "disable=compile_to_sass"), \
+                        (([], ["expr_simplify(cse)"]),
+                         "disable=expr_simplify(cse)"), \
+                        ((["kernel_debug"], []), "enable=kernel_debug"):
+        fma_test("f32", dflt, b_opts, "f32 a*b+c: pass 1 default, pass 2 %s "
+                 "then default" % what)
+    # fast_math: on a GPU the fast expf misses the precise bound here
+    for a_fast in (True, False):
+        g = kf.Graph()
+        x = g.input("f32", "?")
+        g.output(scaled(g, g.op("exp", x), "f32", 1, up=False))
+        xs = [fp.rnd(rng.uniform(70, 85), "f32") for _ in range(32)]
+        ins = [("f32", [32], xs)]
+        fast = {"kind": "ulp", "ftz": True,
+                "maxPerElement": [2 + int(abs(1.173 * v)) for v in xs]}
+        prec = {"kind": "ulp", "max": 2}
+        fo, po = (["fast_math"], []), ([], [])
+        a, b = (fo, po) if a_fast else (po, fo)
+        ca, cb = (fast, prec) if a_fast else (prec, fast)
+        s = Seq(g)
+        s.step(a[0], a[1], ins, first, check=ca, pass_=1)
+        s.step(b[0], b[1], ins, second, check=cb, pass_=2)
+        s.step(a[0], a[1], ins, back, check=ca, pass_=2)
+        add("kernel database (--serde)", "expf on [70, 85]: pass 1 %s, pass 2 "
+            "%s then %s again" % (("fast_math", "precise", "fast_math")
+                                  if a_fast else
+                                  ("precise", "fast_math", "precise")),
+            ["Serde", "FastMath", "KernelLevel"], s)

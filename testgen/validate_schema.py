@@ -418,16 +418,19 @@ def _cache(t, _, test):
         w = "steps[%d]" % i
         if not isinstance(s, dict):
             raise Bad("%s: must be an object, not %s" % (w, _jtype(s)))
-        _keys(s, ("enable", "disable", "inputs", "outputs", "expect"), w)
+        _keys(s, ("enable", "disable", "inputs", "outputs", "expect", "pass"), w)
         _strings(s, "enable", w)
         _strings(s, "disable", w)
         _inputs_fit(t, test.tensors(s, "inputs", w, 0), w + ".")
         test.tensors(s, "outputs", w, 1, times=threads)
         ex = _typed(s, "expect", w, dict)
-        _keys(ex, ("plan", "kernels", "compiles"), w + ".expect")
+        _keys(ex, ("plan", "kernels", "compiles", "db"), w + ".expect")
         _str(ex, "plan", w + ".expect", allowed=("hit", "miss", "any"))
         _str(ex, "kernels", w + ".expect", allowed=("hit", "miss", "any"))
         _int(ex, "compiles", w + ".expect", 0, INT64_MAX, required=False)
+        _str(ex, "db", w + ".expect", required=False,
+             allowed=("none", "hit", "miss", "stored", "corrupt", "refused"))
+        _int(s, "pass", w, 1, 2, required=False)
 
 
 def _numerics(t, result, test):

@@ -44,6 +44,7 @@
 
 #include "backends/cuda_codegen.h"
 #include "backends/cuda_loader.h"
+#include "kernel_db.h"
 
 
 /* Record status s with message msg in err and the thread's last error. */
@@ -180,6 +181,11 @@ typedef struct cuda_kernel {
     CUfunction fmain, ffinish;
     kiln_cuda_kinfo info;
     int cublas;              /* MATMUL_FALLBACK through cublasGemmEx */
+    /* kept for serialize (the kernel database) */
+    char *image;             /* cubin, or PTX (NUL-terminated) */
+    size_t image_n;
+    int ptx;
+    char flags[256], path[16];
 } cuda_kernel;
 
 /* Make the instance's context current on this thread. */
@@ -334,6 +340,49 @@ static int dense_rowmajor(const uint32_t *traits, uint32_t k)
 
 static void cuda_release(void *state, void *handle);
 
+/* Load k->image (cubin, or PTX JIT-compiled by the driver) as k's module and
+** find its entry functions.  On failure the message carries the JIT log. */
+static kiln_status load_module(cuda_state *st, cuda_kernel *k, char *err, size_t cap)
+{
+    kiln_status s = enter(st, err, cap);
+    if (s == KILN_OK) {
+        char jit_log[2048] = "";
+        CUjit_option o[3] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                             CU_JIT_LOG_VERBOSE};
+        void *ov[3] = {jit_log, (void *)(uintptr_t)sizeof jit_log, (void *)(uintptr_t)0};
+        CUresult r = st->api.p_cuModuleLoadDataEx(&k->mod, k->image, 3, o, ov);
+        if (r != CUDA_SUCCESS) {
+            k->mod = NULL;
+            s = kiln__cu_check(&st->api, r, "cuModuleLoadDataEx(&mod, image, ...)", err, cap);
+            char msg[2600];
+            kiln__cuda_fmt(msg, sizeof msg, "%s; JIT log: %s", kiln_last_error(), jit_log[0] ? jit_log : "(empty)");
+            s = fail(s, err, cap, msg);
+        }
+    }
+    if (s == KILN_OK)
+        s = KILN_CU(&st->api, cuModuleGetFunction, (&k->fmain, k->mod, KILN_CUDA_ENTRY_MAIN),
+                    err, cap);
+    if (s == KILN_OK && (k->info.kind == KILN_CK_REDUCE_INNER || k->info.kind == KILN_CK_REDUCE_OUTER))
+        s = KILN_CU(&st->api, cuModuleGetFunction,
+                    (&k->ffinish, k->mod, KILN_CUDA_ENTRY_FINISH), err, cap);
+    return s;
+}
+
+/* Finish a compile or a load: on success k becomes out's handle, with its
+** path and flags; on failure k is released and s returned. */
+static kiln_status hand_out(cuda_state *st, cuda_kernel *k, kiln_status s,
+                            kiln_kernel_out *out)
+{
+    if (s != KILN_OK) {
+        cuda_release(st, k);
+        return s;
+    }
+    kiln__cuda_fmt(out->path, sizeof out->path, "%s", k->path);
+    kiln__cuda_fmt(out->flags, sizeof out->flags, "%s", k->flags);
+    out->handle = k;
+    return KILN_OK;
+}
+
 static kiln_status cuda_compile(void *state, const kiln_ir_segment *seg,
                                 const kiln_kernel_options *ko,
                                 kiln_kernel_out *out, char *err, size_t cap)
@@ -359,47 +408,21 @@ static kiln_status cuda_compile(void *state, const kiln_ir_segment *seg,
         dense_rowmajor(seg->output_traits, 0) && seg->nodes[seg->outputs[0]].op == KILN_OP_MATMUL) {
         k->cublas = 1;
         kiln__free(src);
-        kiln__cuda_fmt(out->path, sizeof out->path, "cublas");
-        kiln__cuda_fmt(out->flags, sizeof out->flags, "cublasGemmEx CUBLAS_COMPUTE_32F (%s)",
+        kiln__cuda_fmt(k->path, sizeof k->path, "cublas");
+        kiln__cuda_fmt(k->flags, sizeof k->flags, "cublasGemmEx CUBLAS_COMPUTE_32F (%s)",
             st->api.cublas_path);
-        out->handle = k;
-        return KILN_OK;
+        return hand_out(st, k, KILN_OK, out);
     }
-    char *img = NULL;
-    size_t img_n = 0;
     char flags[256] = "";
-    s = nvrtc_build(&st->api, src, ko, st->arch, &img, &img_n, flags, sizeof flags, err, cap);
+    s = nvrtc_build(&st->api, src, ko, st->arch, &k->image, &k->image_n, flags,
+                    sizeof flags, err, cap);
     kiln__free(src);
+    k->ptx = !ko->sass;
+    kiln__cuda_fmt(k->flags, sizeof k->flags, "%s", flags);
+    kiln__cuda_fmt(k->path, sizeof k->path, "generated");
     if (s == KILN_OK)
-        s = enter(st, err, cap);
-    if (s == KILN_OK) {
-        char jit_log[2048] = "";
-        CUjit_option o[3] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                             CU_JIT_LOG_VERBOSE};
-        void *ov[3] = {jit_log, (void *)(uintptr_t)sizeof jit_log, (void *)(uintptr_t)0};
-        CUresult r = st->api.p_cuModuleLoadDataEx(&k->mod, img, 3, o, ov);
-        if (r != CUDA_SUCCESS) {
-            s = kiln__cu_check(&st->api, r, "cuModuleLoadDataEx(&mod, image, ...)", err, cap);
-            char msg[2600];
-            kiln__cuda_fmt(msg, sizeof msg, "%s; JIT log: %s", kiln_last_error(), jit_log[0] ? jit_log : "(empty)");
-            s = fail(s, err, cap, msg);
-        }
-    }
-    kiln__free(img);
-    if (s == KILN_OK)
-        s = KILN_CU(&st->api, cuModuleGetFunction, (&k->fmain, k->mod, KILN_CUDA_ENTRY_MAIN),
-                    err, cap);
-    if (s == KILN_OK && (info.kind == KILN_CK_REDUCE_INNER || info.kind == KILN_CK_REDUCE_OUTER))
-        s = KILN_CU(&st->api, cuModuleGetFunction,
-                    (&k->ffinish, k->mod, KILN_CUDA_ENTRY_FINISH), err, cap);
-    if (s != KILN_OK) {
-        cuda_release(st, k);
-        return s;
-    }
-    kiln__cuda_fmt(out->path, sizeof out->path, "generated");
-    kiln__cuda_fmt(out->flags, sizeof out->flags, "%s", flags);
-    out->handle = k;
-    return KILN_OK;
+        s = load_module(st, k, err, cap);
+    return hand_out(st, k, s, out);
 }
 
 static void cuda_release(void *state, void *handle)
@@ -411,6 +434,7 @@ static void cuda_release(void *state, void *handle)
     char err[256];
     if (k->mod != NULL && st != NULL && enter(st, err, sizeof err) == KILN_OK)
         st->api.p_cuModuleUnload(k->mod);
+    kiln__free(k->image);
     kiln__free(k);
 }
 
@@ -989,11 +1013,188 @@ static int64_t cuda_local_bytes(void *state, void *handle)
     return v;
 }
 
+/* ------------------------------------------------------ kernel database */
+
+/* "nvrtc 13.0" (+ " driver 13000" with a driver), probed afresh: a probe
+** that fails makes the database refuse this backend (fail closed). */
+static kiln_status versions_text(const kiln_cuda_api *api, int driver, char *buf,
+                                 size_t cap)
+{
+    int mj = 0, mn = 0, dv = 0;
+    if (api->p_nvrtcVersion == NULL || api->p_nvrtcVersion(&mj, &mn) != NVRTC_SUCCESS)
+        return kiln__err(KILN_ERR_BACKEND, "cuda: nvrtcVersion failed");
+    if (driver && (api->p_cuDriverGetVersion == NULL ||
+                   api->p_cuDriverGetVersion(&dv) != CUDA_SUCCESS || dv <= 0))
+        return kiln__err(KILN_ERR_BACKEND, "cuda: cuDriverGetVersion failed");
+    int n = driver ? snprintf(buf, cap, "nvrtc %d.%d driver %d", mj, mn, dv)
+                   : snprintf(buf, cap, "nvrtc %d.%d", mj, mn);
+    if (n < 0 || (size_t)n >= cap)
+        return kiln__err(KILN_ERR_LIMIT, "cuda: version buffer too small");
+    return KILN_OK;
+}
+
+static kiln_status cuda_db_versions(void *state, char *buf, size_t cap)
+{
+    cuda_state *st = state;
+    return versions_text(&st->api, 1, buf, cap);
+}
+
+#define CUDA_PAYLOAD_MAGIC 0x3275636bu /* "kcu2": per-view flag bytes */
+enum { PAY_CUBIN = 0, PAY_PTX = 1, PAY_CUBLAS = 2 };
+
+/* Copy b into the caller's buffer (the serialize contract). */
+static kiln_status give_payload(kiln_buf *b, void *buf, size_t cap, size_t *size,
+                                char *err, size_t ecap)
+{
+    if (b->failed) {
+        kiln__buf_free(b);
+        return fail(KILN_ERR_NO_MEMORY, err, ecap, "serialize: out of memory");
+    }
+    *size = b->len;
+    kiln_status s = KILN_OK;
+    if (b->len > cap)
+        s = KILN_ERR_LIMIT;
+    else if (b->len > 0)
+        memcpy(buf, b->data, b->len);
+    kiln__buf_free(b);
+    return s;
+}
+
+static void put_kinfo(kiln_buf *b, const kiln_cuda_kinfo *i)
+{
+    const int64_t v[] = {i->kind, i->seg_kind, i->rank, i->R, i->n_inputs,
+                         i->n_outputs, i->red_axes, i->vec,
+                         (int64_t)i->acc_bytes, i->mm_a, i->mm_b, i->mm_dtype,
+                         i->block, i->tile_m, i->tile_n, i->index64};
+    kiln__kdb_put_u32(b, (uint32_t)(sizeof v / sizeof v[0]));
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+        kiln__kdb_put_u64(b, (uint64_t)v[k]);
+    /* one flag byte per view (inputs, then outputs) */
+    size_t nv = (size_t)i->n_inputs + i->n_outputs;
+    kiln__kdb_put_bytes(b, i->view, nv <= KILN_CUDA_MAX_VIEWS ? nv : 0);
+}
+
+/* Decode and range-check what put_kinfo wrote (launch indexes arrays with
+** these values).  0 when valid. */
+static int get_kinfo(kiln__kdb_rd *r, kiln_cuda_kinfo *i)
+{
+    enum { N = 16 };
+    int64_t v[N];
+    if (kiln__kdb_get_u32(r) != N)
+        return -1;
+    for (int k = 0; k < N; k++)
+        v[k] = (int64_t)kiln__kdb_get_u64(r);
+    const uint8_t *views = NULL;
+    size_t nv = kiln__kdb_get_bytes(r, &views);
+    if (r->bad)
+        return -1;
+    memset(i, 0, sizeof *i);
+    i->kind = (int)v[0], i->seg_kind = (int)v[1], i->rank = (int)v[2];
+    i->R = (int)v[3], i->n_inputs = (uint32_t)v[4], i->n_outputs = (uint32_t)v[5];
+    i->red_axes = (uint32_t)v[6], i->vec = (int)v[7];
+    i->acc_bytes = (size_t)v[8], i->mm_a = (int)v[9], i->mm_b = (int)v[10];
+    i->mm_dtype = (int)v[11], i->block = (int)v[12], i->tile_m = (int)v[13];
+    i->tile_n = (int)v[14], i->index64 = (int)v[15];
+    int mm = i->kind == KILN_CK_MATMUL;
+    if (v[0] < 0 || v[0] > KILN_CK_MATMUL || v[2] < 0 || v[2] > KILN_MAX_RANK ||
+        v[3] != (v[2] > 0 ? v[2] : 1) || v[4] < 0 || v[5] < 1 ||
+        v[4] + v[5] > (int64_t)KILN_SEGMENT_MAX_VIEWS(v[2]) || v[7] < 0 ||
+        v[7] > 16 || v[8] < 0 || v[8] > 64 || v[15] < 0 || v[15] > 1 ||
+        (mm && (v[9] < 0 || v[9] >= v[4] || v[10] < 0 || v[10] >= v[4] ||
+                v[11] < 0 || v[11] >= KILN_DTYPE_COUNT || v[2] != 2)))
+        return -1;
+    if (views == NULL || nv != (size_t)(v[4] + v[5]))
+        return -1;
+    for (size_t k = 0; k < nv; k++) {
+        if (views[k] & ~(KILN_CUDA_V_USED | KILN_CUDA_V_FLAT))
+            return -1;
+        i->view[k] = views[k];
+    }
+    return 0;
+}
+
+static kiln_status cuda_serialize(void *state, void *handle, void *buf, size_t cap,
+                                  size_t *size, char *err, size_t ecap)
+{
+    (void)state;
+    cuda_kernel *k = handle;
+    if (k == NULL || size == NULL || (buf == NULL && cap > 0))
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, ecap, "cuda serialize: NULL argument");
+    if (!k->cublas && k->image == NULL)
+        return fail(KILN_ERR_UNSUPPORTED, err, ecap, "cuda serialize: no image kept");
+    kiln_buf b = {0};
+    kiln__kdb_put_u32(&b, CUDA_PAYLOAD_MAGIC);
+    kiln__kdb_put_u32(&b, k->cublas ? PAY_CUBLAS : k->ptx ? PAY_PTX : PAY_CUBIN);
+    put_kinfo(&b, &k->info);
+    kiln__kdb_put_str(&b, k->path);
+    kiln__kdb_put_str(&b, k->flags);
+    kiln__kdb_put_bytes(&b, k->image, k->cublas ? 0 : k->image_n);
+    return give_payload(&b, buf, cap, size, err, ecap);
+}
+
+static kiln_status cuda_deserialize(void *state, const void *payload, size_t n,
+                                    kiln_kernel_out *out, char *err, size_t ecap)
+{
+    cuda_state *st = state;
+    if (st == NULL || out == NULL || (payload == NULL && n > 0))
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, ecap, "cuda deserialize: NULL argument");
+    kiln__kdb_rd r = {payload, n, 0, 0};
+    cuda_kernel *k = kiln__calloc(1, sizeof *k);
+    if (k == NULL)
+        return fail(KILN_ERR_NO_MEMORY, err, ecap, "cuda deserialize: out of memory");
+    k->owner = st;
+    uint32_t magic = kiln__kdb_get_u32(&r), type = kiln__kdb_get_u32(&r);
+    const uint8_t *img = NULL;
+    int bad = magic != CUDA_PAYLOAD_MAGIC || type > PAY_CUBLAS || get_kinfo(&r, &k->info);
+    kiln__kdb_get_str(&r, k->path, sizeof k->path);
+    kiln__kdb_get_str(&r, k->flags, sizeof k->flags);
+    size_t img_n = kiln__kdb_get_bytes(&r, &img);
+    bad |= r.bad || r.at != n || (type == PAY_CUBLAS) != (img_n == 0);
+    if (bad) {
+        kiln__free(k);
+        return fail(KILN_ERR_CORRUPT, err, ecap, "cuda deserialize: malformed payload");
+    }
+    kiln_status s = KILN_OK;
+    if (type == PAY_CUBLAS) {
+        k->cublas = 1;
+        if (st->api.h_cublas == NULL || k->info.kind != KILN_CK_MATMUL)
+            s = fail(KILN_ERR_CORRUPT, err, ecap, "cuda deserialize: a cuBLAS kernel "
+                     "without cuBLAS or a matmul");
+    } else {
+        k->ptx = type == PAY_PTX;
+        k->image = kiln__malloc(img_n + 1); /* PTX must end in a NUL */
+        if (k->image == NULL) {
+            s = fail(KILN_ERR_NO_MEMORY, err, ecap, "cuda deserialize: out of memory");
+        } else {
+            memcpy(k->image, img, img_n);
+            k->image[img_n] = '\0';
+            k->image_n = img_n;
+            s = load_module(st, k, err, ecap);
+        }
+    }
+    return hand_out(st, k, s, out);
+}
+
 static const kiln_backend cuda_backend = {
-    KILN_BACKEND_ABI_VERSION, sizeof(kiln_backend), "cuda", KILN_MEM_DEVICE,
-    cuda_open, cuda_close, cuda_identity, cuda_compile, cuda_release,
-    cuda_launch, cuda_mem_alloc, cuda_mem_free, cuda_mem_copy,
-    cuda_local_bytes, cuda_stream_sync};
+    .abi_version = KILN_BACKEND_ABI_VERSION,
+    .struct_size = sizeof(kiln_backend),
+    .name = "cuda",
+    .memory = KILN_MEM_DEVICE,
+    .open = cuda_open,
+    .close = cuda_close,
+    .identity = cuda_identity,
+    .compile = cuda_compile,
+    .release = cuda_release,
+    .launch = cuda_launch,
+    .mem_alloc = cuda_mem_alloc,
+    .mem_free = cuda_mem_free,
+    .mem_copy = cuda_mem_copy,
+    .local_bytes = cuda_local_bytes,
+    .stream_sync = cuda_stream_sync,
+    .db_versions = cuda_db_versions,
+    .serialize = cuda_serialize,
+    .deserialize = cuda_deserialize,
+};
 
 const kiln_backend *kiln__backend_cuda(void) { return &cuda_backend; }
 
@@ -1163,6 +1364,39 @@ static void memo_store(const char *dir, const char *text)
         remove(tmp);
 }
 
+/* An nvrtc kernel: the ref kernel that runs it, and its database payload
+** ("knv1", the segment IR and kernel options it was built from
+** (kiln__kdb_ir_encode), the flags, then each architecture's name and
+** NVRTC image -- empty for an architecture whose check the
+** KILN_NVRTC_CHECK_CACHE memo answered).  deserialize() rebuilds the ref
+** kernel from the payload's own IR and options, so a payload decides what
+** runs, as a cubin does on the cuda backend. */
+typedef struct nvrtc_kernel {
+    void *ref;
+    uint8_t *payload;
+    size_t n;
+} nvrtc_kernel;
+
+#define NVRTC_PAYLOAD_MAGIC 0x31766e6bu /* "knv1" */
+
+static kiln_status nvrtc_wrap(nvrtc_state *st, kiln_kernel_out *out, kiln_buf *pay,
+                              char *err, size_t cap)
+{
+    nvrtc_kernel *w = kiln__calloc(1, sizeof *w);
+    if (w == NULL || pay->failed) {
+        kiln__free(w);
+        kiln__buf_free(pay);
+        st->ref->release(st->ref_state, out->handle);
+        out->handle = NULL;
+        return fail(KILN_ERR_NO_MEMORY, err, cap, "nvrtc: out of memory");
+    }
+    w->ref = out->handle;
+    w->payload = (uint8_t *)pay->data;
+    w->n = pay->len;
+    out->handle = w;
+    return KILN_OK;
+}
+
 static kiln_status nvrtc_compile(void *state, const kiln_ir_segment *seg,
                                  const kiln_kernel_options *ko, kiln_kernel_out *out,
                                  char *err, size_t cap)
@@ -1177,48 +1411,138 @@ static kiln_status nvrtc_compile(void *state, const kiln_ir_segment *seg,
         return fail(s, err, cap, kiln_last_error());
     char flags[256] = "";
     const char *memo = getenv("KILN_NVRTC_CHECK_CACHE");
+    kiln_buf pay = {0};
+    kiln__kdb_put_u32(&pay, NVRTC_PAYLOAD_MAGIC);
+    kiln__kdb_ir_encode(seg, ko, &pay);
     for (int i = 0; i < st->n_archs && s == KILN_OK; i++) {
         char ftext[256] = "";
         if (kiln__cuda_flags_text(ko, st->archs[i], ftext, sizeof ftext) != KILN_OK)
             ftext[0] = '\0';
-        if (i == 0)
+        if (i == 0) {
             kiln__cuda_fmt(flags, sizeof flags, "%s", ftext);
+            kiln__kdb_put_str(&pay, flags);
+            kiln__kdb_put_u32(&pay, (uint32_t)st->n_archs);
+        }
+        kiln__kdb_put_str(&pay, st->archs[i]);
         char *text = memo && memo[0] ? memo_text(&st->api, st->archs[i], ftext, src) : NULL;
         if (text != NULL && memo_hit(memo, text)) {
             kiln__free(text);
+            kiln__kdb_put_bytes(&pay, NULL, 0);
             continue;
         }
-        s = nvrtc_build(&st->api, src, ko, st->archs[i], NULL, NULL, NULL, 0, err, cap);
+        char *img = NULL;
+        size_t img_n = 0;
+        s = nvrtc_build(&st->api, src, ko, st->archs[i], &img, &img_n, NULL, 0, err, cap);
         if (s == KILN_OK && text != NULL)
             memo_store(memo, text);
+        kiln__kdb_put_bytes(&pay, img, s == KILN_OK ? img_n : 0);
+        kiln__free(img);
         kiln__free(text);
     }
     kiln__free(src);
-    if (s != KILN_OK)
-        return s;
-    s = st->ref->compile(st->ref_state, seg, ko, out, err, cap);
     if (s == KILN_OK)
-        kiln__cuda_fmt(out->flags, sizeof out->flags, "%s", flags);
-    return s;
+        s = st->ref->compile(st->ref_state, seg, ko, out, err, cap);
+    if (s != KILN_OK) {
+        kiln__buf_free(&pay);
+        return s;
+    }
+    kiln__cuda_fmt(out->flags, sizeof out->flags, "%s", flags);
+    return nvrtc_wrap(st, out, &pay, err, cap);
 }
 
 static void nvrtc_release(void *state, void *handle)
 {
     nvrtc_state *st = state;
+    nvrtc_kernel *w = handle;
+    if (w == NULL)
+        return;
     if (st != NULL && st->ref->release != NULL)
-        st->ref->release(st->ref_state, handle);
+        st->ref->release(st->ref_state, w->ref);
+    kiln__free(w->payload);
+    kiln__free(w);
 }
 
 static kiln_status nvrtc_launch(void *state, void *handle, kiln_launch *args,
                                 char *err, size_t cap)
 {
     nvrtc_state *st = state;
-    return st->ref->launch(st->ref_state, handle, args, err, cap);
+    nvrtc_kernel *w = handle;
+    if (w == NULL)
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, cap, "nvrtc launch: NULL kernel");
+    return st->ref->launch(st->ref_state, w->ref, args, err, cap);
+}
+
+static kiln_status nvrtc_db_versions(void *state, char *buf, size_t cap)
+{
+    nvrtc_state *st = state;
+    return versions_text(&st->api, 0, buf, cap);
+}
+
+static kiln_status nvrtc_serialize(void *state, void *handle, void *buf, size_t cap,
+                                   size_t *size, char *err, size_t ecap)
+{
+    (void)state;
+    nvrtc_kernel *w = handle;
+    if (w == NULL || size == NULL || (buf == NULL && cap > 0))
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, ecap, "nvrtc serialize: NULL argument");
+    *size = w->n;
+    if (w->n > cap)
+        return KILN_ERR_LIMIT;
+    memcpy(buf, w->payload, w->n);
+    return KILN_OK;
+}
+
+static kiln_status nvrtc_deserialize(void *state, const void *payload, size_t n,
+                                     kiln_kernel_out *out, char *err, size_t ecap)
+{
+    nvrtc_state *st = state;
+    if (st == NULL || out == NULL || (payload == NULL && n > 0))
+        return fail(KILN_ERR_INVALID_ARGUMENT, err, ecap, "nvrtc deserialize: NULL argument");
+    kiln__kdb_rd r = {payload, n, 0, 0};
+    kiln__kdb_ir ir;
+    size_t used = 0;
+    if (kiln__kdb_get_u32(&r) != NVRTC_PAYLOAD_MAGIC ||
+        kiln__kdb_ir_decode(r.p + r.at, n - r.at, &used, &ir) != KILN_OK)
+        return fail(KILN_ERR_CORRUPT, err, ecap, "nvrtc deserialize: malformed payload");
+    r.at += used;
+    char flags[256], arch[16];
+    kiln__kdb_get_str(&r, flags, sizeof flags);
+    int bad = (int)kiln__kdb_get_u32(&r) != st->n_archs;
+    for (int i = 0; i < st->n_archs && !bad && !r.bad; i++) {
+        const uint8_t *img;
+        kiln__kdb_get_str(&r, arch, sizeof arch);
+        kiln__kdb_get_bytes(&r, &img);
+        bad = strcmp(arch, st->archs[i]) != 0;
+    }
+    if (bad || r.bad || r.at != n) {
+        kiln__kdb_ir_free(&ir);
+        return fail(KILN_ERR_CORRUPT, err, ecap, "nvrtc deserialize: malformed payload "
+                    "or other architectures");
+    }
+    kiln_status s = st->ref->compile(st->ref_state, &ir.seg, &ir.ko, out, err, ecap);
+    kiln__kdb_ir_free(&ir);
+    if (s != KILN_OK)
+        return s;
+    kiln__cuda_fmt(out->flags, sizeof out->flags, "%s", flags);
+    kiln_buf pay = {0};
+    kiln__buf_add(&pay, payload, n);
+    return nvrtc_wrap(st, out, &pay, err, ecap);
 }
 
 static const kiln_backend nvrtc_backend = {
-    KILN_BACKEND_ABI_VERSION, sizeof(kiln_backend), "nvrtc", KILN_MEM_HOST,
-    nvrtc_open, nvrtc_close, nvrtc_identity, nvrtc_compile, nvrtc_release,
-    nvrtc_launch, NULL, NULL, NULL, NULL, NULL};
+    .abi_version = KILN_BACKEND_ABI_VERSION,
+    .struct_size = sizeof(kiln_backend),
+    .name = "nvrtc",
+    .memory = KILN_MEM_HOST,
+    .open = nvrtc_open,
+    .close = nvrtc_close,
+    .identity = nvrtc_identity,
+    .compile = nvrtc_compile,
+    .release = nvrtc_release,
+    .launch = nvrtc_launch,
+    .db_versions = nvrtc_db_versions,
+    .serialize = nvrtc_serialize,
+    .deserialize = nvrtc_deserialize,
+};
 
 const kiln_backend *kiln__backend_nvrtc(void) { return &nvrtc_backend; }

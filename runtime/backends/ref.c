@@ -1545,8 +1545,16 @@ static kiln_status ref_launch(void *state, void *handle, kiln_launch *L,
 /* ----------------------------------------------------------------- table */
 
 static const kiln_backend ref_table = {
-    KILN_BACKEND_ABI_VERSION, sizeof(kiln_backend), "ref", KILN_MEM_HOST,
-    ref_open, ref_close, ref_identity, ref_compile, ref_release, ref_launch,
-    NULL, NULL, NULL, NULL, NULL};
+    .abi_version = KILN_BACKEND_ABI_VERSION,
+    .struct_size = sizeof(kiln_backend),
+    .name = "ref",
+    .memory = KILN_MEM_HOST,
+    .open = ref_open,
+    .close = ref_close,
+    .identity = ref_identity,
+    .compile = ref_compile,
+    .release = ref_release,
+    .launch = ref_launch,
+};
 
 const kiln_backend *kiln__backend_ref(void) { return &ref_table; }

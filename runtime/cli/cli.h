@@ -28,6 +28,8 @@ int kiln_cmd_cache(int argc, char **argv);
 
 /* `kiln bench gpu` (runtime/cli/bench_gpu.c); argv[0] is "gpu". */
 int kiln_bench_gpu(int argc, char **argv);
+/* `kiln bench kdb` (runtime/cli/bench_kdb.c); argv[0] is "kdb". */
+int kiln_bench_kdb(int argc, char **argv);
 
 /* 1 when argv holds -h or --help before any "--". */
 int kiln_cli_wants_help(int argc, char **argv);

@@ -25,12 +25,15 @@
 static void usage(FILE *o)
 {
     fprintf(o, "usage: kiln bench overhead|all [--json[=FILE]]\n"
-               "       kiln bench gpu [--json[=FILE]] [--reps N] [--device N] [--quick]\n\n"
+               "       kiln bench gpu [--json[=FILE]] [--reps N] [--device N] [--quick]\n"
+               "       kiln bench kdb [--backend B] [--runs N] [--json]\n\n"
                "  overhead  host time of a cache-hit execute of a 1-element fusion\n"
                "            on ref, without and with a 2-item execute option list;\n"
                "            median of %d runs x %d calls; targets 1 us / 1.3 us\n"
                "  gpu       GPU benchmarks (needs the cuda backend; `kiln bench gpu\n"
                "            --help` documents its options)\n"
+               "  kdb       the kernel database: first result of a 10-segment fusion\n"
+               "            in a fresh process, cold vs warm (`kiln bench kdb --help`)\n"
                "  all       both\n"
                "  --json    machine-readable output on stdout; --json FILE (or\n"
                "            --json=FILE) writes it to FILE instead (for `all`, FILE\n"
@@ -150,6 +153,8 @@ int kiln_cmd_bench(int argc, char **argv)
     ** (--json FILE, --reps N, --device N, --quick) and has its own help. */
     if (argc >= 2 && strcmp(argv[1], "gpu") == 0)
         return kiln_bench_gpu(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "kdb") == 0) /* bench_kdb.c */
+        return kiln_bench_kdb(argc - 1, argv + 1);
     if (kiln_cli_wants_help(argc, argv)) {
         usage(stdout);
         return 0;
@@ -157,9 +162,9 @@ int kiln_cmd_bench(int argc, char **argv)
     const char *what = argc >= 2 ? argv[1] : NULL;
     if (what == NULL || what[0] == '-')
         return cli_usage(cmd, "the first argument must name a benchmark "
-                         "(overhead, gpu, all)");
+                         "(overhead, gpu, kdb, all)");
     if (strcmp(what, "overhead") != 0 && strcmp(what, "all") != 0)
-        return cli_usage(cmd, "unknown benchmark '%s' (overhead, gpu, all)",
+        return cli_usage(cmd, "unknown benchmark '%s' (overhead, gpu, kdb, all)",
                          what);
     const char *json_file = NULL, *v;
     int json = 0, opt;

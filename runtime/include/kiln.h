@@ -430,6 +430,14 @@ typedef struct kiln_counters {
     uint64_t kernel_hits, kernel_misses, kernel_evictions;
     uint64_t compiles;     /* backend compile calls actually made */
     uint64_t kernel_loads; /* modules loaded onto a device */
+    /* Appended: the kernel database (enable=kernel_db, docs/kernel-db.md).
+    ** A caller built before these fields existed passes a smaller
+    ** struct_size and receives the fields it knows. */
+    uint64_t kernel_db_hits;    /* kernels loaded from the database */
+    uint64_t kernel_db_misses;  /* not found, compiled, but not stored */
+    uint64_t kernel_db_corrupt; /* bad entries found (compiled and replaced) */
+    uint64_t kernel_db_stores;  /* entries written */
+    uint64_t kernel_db_refused; /* compiled while the database was refused */
 } kiln_counters;
 KILN_API kiln_status kiln_context_counters(const kiln_context *ctx,
                                            kiln_counters *out);
@@ -463,6 +471,21 @@ typedef enum kiln_segment_kind {
 
 typedef struct kiln_exec_info kiln_exec_info;
 
+/* What the kernel database did for one segment's kernel (enable=kernel_db,
+** docs/kernel-db.md).  NONE: not consulted (kernel_db off, an in-memory
+** hit, disable=nvrtc_caching, or a kernel the reference backend built). */
+typedef enum kiln_db_outcome {
+    KILN_DB_NONE = 0,
+    KILN_DB_HIT = 1,     /* loaded from the database: nothing compiled */
+    KILN_DB_MISS = 2,    /* not found; compiled; not stored (ro, write failed) */
+    KILN_DB_STORED = 3,  /* not found; compiled and stored */
+    KILN_DB_CORRUPT = 4, /* a bad entry was found; compiled and replaced */
+    KILN_DB_REFUSED = 5  /* the database may not be used here; compiled */
+} kiln_db_outcome;
+
+/* "none", "hit", "miss", "stored", "corrupt", "refused" ("?" if invalid). */
+KILN_API const char *kiln_db_outcome_name(kiln_db_outcome o);
+
 typedef struct kiln_segment_info {
     size_t struct_size;
     kiln_segment_kind kind;
@@ -473,6 +496,8 @@ typedef struct kiln_segment_info {
     const char *path;      /* matmul path: "generated", "cublas", "ref" */
     int device;            /* device it ran on (-1: host) */
     double gpu_ms;         /* with enable=kernel_profile, else -1 */
+    /* Appended (a smaller struct_size receives the fields before it): */
+    kiln_db_outcome kernel_db; /* the kernel database's part, if any */
 } kiln_segment_info;
 
 KILN_API kiln_status kiln_exec_info_create(kiln_exec_info **out);

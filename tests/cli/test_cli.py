@@ -421,12 +421,19 @@ COMMANDS = {  # subcommand: (every option it accepts, '=' marking those with a v
             '--repeat=', '--out=', '--info', '--backend='],
     'conform': ['--backend=', '--device=', '--vectors=', '--category=', '--filter=',
                 '--exclude=', '--shard=', '--list', '--tap=', '--junit=', '--report=',
-                '--timeout=', '--serde', '--strict', '--allow-unavailable', '--skip-flag=',
+                '--timeout=', '--serde', '--serde-record=', '--serde-check=', '--strict', '--allow-unavailable', '--skip-flag=',
                 '--expectations=', '--write-expectations=', '--results=', '--check-results='],
     'cache': ['--json', '--backend=', '--plan-capacity=', '--kernel-capacity=', '--repeat=',
               '--enable=', '--disable='],
+    'cache counters': ['--backend=', '--plan-capacity=', '--kernel-capacity=', '--repeat=',
+                       '--enable=', '--disable='],
+    'cache list': ['--dir='],
+    'cache stats': ['--dir='],
+    'cache verify': ['--dir='],
+    'cache clear': ['--dir='],
     'bench overhead': ['--json'],
     'bench gpu': ['--json', '--reps=', '--device=', '--quick'],
+    'bench kdb': ['--backend=', '--device=', '--runs=', '--json'],
 }
 
 

@@ -30,12 +30,23 @@
 ** Its stream handle is a pointer to two uint64_t counters: launch()
 ** increments the first for every launch record that carries the stream,
 ** stream_sync() the second for every wait on it.
+**
+** Kernel database (tests/unit/test_kernel_db.c): kernels are wrapped with a
+** payload (the segment IR and options, kiln__kdb_ir_encode) that
+** deserialize() rebuilds a ref kernel from.  KILN_TEST_PLUGIN_DB=none
+** leaves db_versions/serialize/deserialize NULL (a backend that cannot
+** persist); =probe-fails makes db_versions() fail; =bad-payload makes
+** deserialize() reject every payload; =forget makes serialize() decline
+** every kernel; =skew makes every kernel deserialize() builds flip the
+** lowest bit of its first output element (a database that hands back a
+** kernel computing something else: `kiln conform --serde` must notice).
 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "kernel_db.h"
 
 static _Thread_local kiln_backend desc;
 
@@ -79,6 +90,40 @@ static int refuses(const char *where)
     return m != NULL && strcmp(m, where) == 0;
 }
 
+/* A kernel: the ref kernel and its payload. */
+typedef struct tp_kernel {
+    void *ref;
+    kiln_buf payload;
+    int skew;  /* KILN_TEST_PLUGIN_DB=skew: loaded from the database */
+} tp_kernel;
+
+static const char *db_mode(void)
+{
+    const char *m = getenv("KILN_TEST_PLUGIN_DB");
+    return m != NULL ? m : "";
+}
+
+/* Wrap the ref kernel in out->handle with the payload of (seg, ko). */
+static kiln_status wrap(void *state, const kiln_ir_segment *seg,
+                        const kiln_kernel_options *ko, kiln_kernel_out *out)
+{
+    tp_kernel *k = calloc(1, sizeof *k);
+    if (k != NULL) {
+        kiln__buf_puts(&k->payload, "tp1");
+        kiln__kdb_ir_encode(seg, ko, &k->payload);
+    }
+    if (k == NULL || k->payload.failed) {
+        if (k != NULL)
+            kiln__buf_free(&k->payload);
+        free(k);
+        kiln__backend_ref()->release(state, out->handle);
+        return KILN_ERR_NO_MEMORY;
+    }
+    k->ref = out->handle;
+    out->handle = k;
+    return KILN_OK;
+}
+
 static kiln_status plugin_compile(void *state, const kiln_ir_segment *seg,
                                   const kiln_kernel_options *ko,
                                   kiln_kernel_out *out, char *err, size_t cap)
@@ -94,7 +139,16 @@ static kiln_status plugin_compile(void *state, const kiln_ir_segment *seg,
         fill(out->path, sizeof out->path, KILN_OK);
     if (s == KILN_OK && unterminated("flags"))
         fill(out->flags, sizeof out->flags, KILN_OK);
-    return s;
+    return s == KILN_OK ? wrap(state, seg, ko, out) : s;
+
+static void plugin_release(void *state, void *handle)
+{
+    tp_kernel *k = handle;
+    if (k == NULL)
+        return;
+    kiln__backend_ref()->release(state, k->ref);
+    kiln__buf_free(&k->payload);
+    free(k);
 }
 
 static kiln_status plugin_launch(void *state, void *handle, kiln_launch *args,
@@ -109,7 +163,67 @@ static kiln_status plugin_launch(void *state, void *handle, kiln_launch *args,
     }
     if (unterminated("launch"))
         return fill(err, cap, KILN_ERR_BACKEND);
-    return kiln__backend_ref()->launch(state, handle, args, err, cap);
+    tp_kernel *k = handle;
+    kiln_status s = kiln__backend_ref()->launch(state, k->ref, args, err, cap);
+    if (s == KILN_OK && k->skew && args->n_outputs > 0) {
+        const kiln_ir_tensor *t = &args->outputs[0];
+        int empty = 0;
+        for (int d = 0; d < t->rank; d++)
+            empty |= t->sizes[d] == 0;
+        if (!empty && t->data != NULL)
+            ((unsigned char *)t->data)[0] ^= 1;
+    }
+    return s;
+}
+
+static kiln_status plugin_db_versions(void *state, char *buf, size_t cap)
+{
+    (void)state;
+    if (strcmp(db_mode(), "probe-fails") == 0)
+        return KILN_ERR_BACKEND;
+    snprintf(buf, cap, "test-plugin-db 1");
+    return KILN_OK;
+}
+
+static kiln_status plugin_serialize(void *state, void *handle, void *buf,
+                                    size_t cap, size_t *size, char *err,
+                                    size_t ecap)
+{
+    (void)state;
+    (void)err;
+    (void)ecap;
+    tp_kernel *k = handle;
+    if (strcmp(db_mode(), "forget") == 0)
+        return KILN_ERR_UNSUPPORTED;
+    *size = k->payload.len;
+    if (k->payload.len > cap)
+        return KILN_ERR_LIMIT;
+    memcpy(buf, k->payload.data, k->payload.len);
+    return KILN_OK;
+}
+
+static kiln_status plugin_deserialize(void *state, const void *payload,
+                                      size_t n, kiln_kernel_out *out,
+                                      char *err, size_t ecap)
+{
+    kiln__kdb_ir ir;
+    size_t used = 0;
+    if (strcmp(db_mode(), "bad-payload") == 0 || n < 3 ||
+        memcmp(payload, "tp1", 3) != 0 ||
+        kiln__kdb_ir_decode((const uint8_t *)payload + 3, n - 3, &used, &ir) !=
+            KILN_OK ||
+        used != n - 3) {
+        snprintf(err, ecap, "test-plugin: malformed payload");
+        return KILN_ERR_CORRUPT;
+    }
+    kiln_status s = kiln__backend_ref()->compile(state, &ir.seg, &ir.ko, out,
+                                                 err, ecap);
+    if (s == KILN_OK)
+        s = wrap(state, &ir.seg, &ir.ko, out);
+    if (s == KILN_OK)
+        ((tp_kernel *)out->handle)->skew = strcmp(db_mode(), "skew") == 0;
+    kiln__kdb_ir_free(&ir);
+    return s;
 }
 
 static kiln_status plugin_mem_alloc(void *state, size_t n, void **ptr,
@@ -171,6 +285,7 @@ kiln_backend_entry(uint32_t host_abi)
     desc.open = plugin_open;
     desc.identity = plugin_identity;
     desc.compile = plugin_compile;
+    desc.release = plugin_release;
     desc.launch = plugin_launch;
     desc.local_bytes = plugin_local_bytes;
     const char *dev = getenv("KILN_TEST_PLUGIN_DEVICE");
@@ -180,6 +295,11 @@ kiln_backend_entry(uint32_t host_abi)
         desc.mem_free = plugin_mem_free;
         desc.mem_copy = plugin_mem_copy;
         desc.stream_sync = strcmp(dev, "streams") == 0 ? plugin_stream_sync : NULL;
+    }
+    if (strcmp(db_mode(), "none") != 0) {
+        desc.db_versions = plugin_db_versions;
+        desc.serialize = plugin_serialize;
+        desc.deserialize = plugin_deserialize;
     }
     const char *abi = getenv("KILN_TEST_PLUGIN_ABI");
     const char *size = getenv("KILN_TEST_PLUGIN_SIZE");

@@ -116,7 +116,7 @@ static const struct {
 } expected_rows[] = {
     {"fast_math", KILN_SET_ENABLE, KILN_ARG_NONE, KILN_LEVEL_KERNEL, 1},
     {"fuse_matmul", KILN_SET_ENABLE, KILN_ARG_NONE, KILN_LEVEL_PLAN, 1},
-    {"kernel_db", KILN_SET_ENABLE, KILN_ARG_NONE, KILN_LEVEL_NONE, 0},
+    {"kernel_db", KILN_SET_ENABLE, KILN_ARG_NONE, KILN_LEVEL_NONE, 1},
     {"kernel_debug", KILN_SET_ENABLE, KILN_ARG_NONE, KILN_LEVEL_KERNEL, 1},
     {"kernel_lineinfo", KILN_SET_ENABLE, KILN_ARG_NONE, KILN_LEVEL_KERNEL, 1},
     {"kernel_profile", KILN_SET_ENABLE, KILN_ARG_NONE, KILN_LEVEL_NONE, 1},
