@@ -7,6 +7,8 @@
 #   bash scripts/gpu_run.sh sanitize TOOL SECS [SHARD...]
 #   bash scripts/gpu_run.sh stress SECS
 #   bash scripts/gpu_run.sh many
+#   bash scripts/gpu_run.sh only STAGE...   (unit python nvrtc_cache conform
+#     many_views serde kdb memcheck racecheck bench torch)
 # quick: unit tests + suite + the Python frontend's GPU checks; full: +
 #   compute-sanitizer subsets, benchmarks;
 # python: only the Python frontend: python/tests/gpu_check.py (torch, CuPy,
@@ -169,6 +171,23 @@ many_views_check() {
   rm -rf "$d"
   return "$rc"
 }
+# One named stage of quick/full/final (and of `only`).
+run_stage() {
+  case "$1" in
+  unit) stage unit 60 env KILN_TEST_GPU=1 KILN_TEST_PLUGIN=$PWD/$B/plugins/libkiln_test_plugin.so KILN_BIN=$PWD/$B/kiln $B/unit_tests ;;
+  python) stage python 300 python_gpu ;;
+  nvrtc_cache) stage nvrtc_cache 60 nvrtc_cache_check ;;
+  conform) stage conform 420 conform_cuda ;;
+  many_views) stage many_views 120 many_views_check ;;
+  serde) stage serde 300 conform_serde_cuda ;;
+  kdb) stage kdb 120 $B/kiln bench kdb --backend cuda --runs 5 ;;
+  memcheck) stage memcheck 70 compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300 ;;
+  racecheck) stage racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category numerics --filter 'sum|max|min|matmul' --shard 1/8 --timeout 300 ;;
+  bench) stage bench 110 $B/kiln bench gpu --json "$OUT/bench.json" ;;
+  torch) stage torch 50 python3 bench/torch_bench.py --kiln-json "$OUT/bench.json" --json "$OUT/torch.json" ;;
+  *) echo "gpu_run: unknown stage '$1'"; summary+=("$(printf '%-22s unknown stage' "$1")") ;;
+  esac
+}
 if [ "$MODE" = python ]; then
   stage python 300 python_gpu
 elif [ "$MODE" = many ]; then
@@ -191,21 +210,16 @@ elif [ "$MODE" = stress ]; then
       1 2 3 4 5 6 7 8 -- $B/kiln conform --backend cuda
   done
 else
-  [ "$MODE" != final ] && stage unit 60 env KILN_TEST_GPU=1 KILN_TEST_PLUGIN=$PWD/$B/plugins/libkiln_test_plugin.so KILN_BIN=$PWD/$B/kiln $B/unit_tests
-  [ "$MODE" != final ] && stage python 300 python_gpu
-  stage nvrtc_cache 60 nvrtc_cache_check
-  stage conform 420   conform_cuda
-  stage many_views 120 many_views_check
-  stage serde 300     conform_serde_cuda
-  stage kdb 120       $B/kiln bench kdb --backend cuda --runs 5
-  if [ "$MODE" = full ]; then
-    stage memcheck 70   compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300
-    stage racecheck 60  compute-sanitizer --tool racecheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category numerics --filter 'sum|max|min|matmul' --shard 1/8 --timeout 300
+  # only: the stages named after the mode, e.g. `gpu_run.sh only unit conform`
+  # (device calls are limited to 10 minutes: split a long job over calls)
+  if [ "$MODE" = only ]; then shift; list=("$@")
+  else
+    list=(nvrtc_cache conform many_views serde kdb)
+    [ "$MODE" != final ] && list=(unit python "${list[@]}")
+    [ "$MODE" = full ] && list+=(memcheck racecheck)
+    { [ "$MODE" = full ] || [ "$MODE" = final ]; } && list+=(bench torch)
   fi
-  if [ "$MODE" = full ] || [ "$MODE" = final ]; then
-    stage bench 110     $B/kiln bench gpu --json "$OUT/bench.json"
-    stage torch 50      python3 bench/torch_bench.py --kiln-json "$OUT/bench.json" --json "$OUT/torch.json"
-  fi
+  for st in "${list[@]}"; do run_stage "$st"; done
 fi
 echo "=== summary"; printf '%s\n' "${summary[@]}" | tee -a "$OUT/summary.log"
 tar czf "$FINAL/logs.tgz" -C "$OUT" .
