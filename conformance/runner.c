@@ -1338,6 +1338,12 @@ static int run_tests(run *r, const char *chosen, int device, double timeout,
         if (kiln_context_create(&kc, &keep) != KILN_OK)
             keep = NULL; /* only slower; the tests report the cause */
     }
+    /* Check's own selection variables (set when kiln conform runs under
+    ** another Check suite) would silently drop tests from this run */
+    static const char *const ck_vars[] = {"CK_RUN_SUITE", "CK_RUN_CASE",
+                                          "CK_INCLUDE_TAGS", "CK_EXCLUDE_TAGS"};
+    for (size_t k = 0; k < sizeof ck_vars / sizeof ck_vars[0]; k++)
+        unsetenv(ck_vars[k]);
     current = r;
     srunner_run_all(sr, CK_SILENT);
     current = NULL;

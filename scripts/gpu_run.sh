@@ -8,7 +8,7 @@
 #   bash scripts/gpu_run.sh stress SECS
 #   bash scripts/gpu_run.sh many
 #   bash scripts/gpu_run.sh only STAGE...   (unit python nvrtc_cache conform
-#     many_views serde kdb memcheck racecheck bench torch)
+#     many_views serde kdb memcheck racecheck bench torch pyoverhead)
 # quick: unit tests + suite + the Python frontend's GPU checks; full: +
 #   compute-sanitizer subsets, benchmarks;
 # python: only the Python frontend: python/tests/gpu_check.py (torch, CuPy,
@@ -184,6 +184,7 @@ run_stage() {
   memcheck) stage memcheck 70 compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300 ;;
   racecheck) stage racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category numerics --filter 'sum|max|min|matmul' --shard 1/8 --timeout 300 ;;
   bench) stage bench 110 $B/kiln bench gpu --json "$OUT/bench.json" ;;
+  pyoverhead) stage pyoverhead 120 env KILN_LIBRARY=$PWD/$B/libkiln.so python3 bench/python_overhead.py --kiln $B/kiln --json "$OUT/pyoverhead.json" ;;
   torch) stage torch 50 python3 bench/torch_bench.py --kiln-json "$OUT/bench.json" --json "$OUT/torch.json" ;;
   *) echo "gpu_run: unknown stage '$1'"; summary+=("$(printf '%-22s unknown stage' "$1")") ;;
   esac
@@ -223,5 +224,5 @@ else
 fi
 echo "=== summary"; printf '%s\n' "${summary[@]}" | tee -a "$OUT/summary.log"
 tar czf "$FINAL/logs.tgz" -C "$OUT" .
-for f in summary.log bench.json torch.json; do [ -f "$OUT/$f" ] && cp "$OUT/$f" "$FINAL/"; done
+for f in summary.log bench.json torch.json pyoverhead.json; do [ -f "$OUT/$f" ] && cp "$OUT/$f" "$FINAL/"; done
 echo "logs: $FINAL/logs.tgz"
