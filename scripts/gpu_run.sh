@@ -175,11 +175,11 @@ many_views_check() {
 run_stage() {
   case "$1" in
   unit) stage unit 60 env KILN_TEST_GPU=1 KILN_TEST_PLUGIN=$PWD/$B/plugins/libkiln_test_plugin.so KILN_BIN=$PWD/$B/kiln $B/unit_tests ;;
-  python) stage python 300 python_gpu ;;
+  python) stage python 200 python_gpu ;;
   nvrtc_cache) stage nvrtc_cache 60 nvrtc_cache_check ;;
   conform) stage conform 420 conform_cuda ;;
   many_views) stage many_views 120 many_views_check ;;
-  serde) stage serde 300 conform_serde_cuda ;;
+  serde) stage serde 400 conform_serde_cuda ;;
   kdb) stage kdb 120 $B/kiln bench kdb --backend cuda --runs 5 ;;
   memcheck) stage memcheck 70 compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300 ;;
   racecheck) stage racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category numerics --filter 'sum|max|min|matmul' --shard 1/8 --timeout 300 ;;

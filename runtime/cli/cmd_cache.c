@@ -17,6 +17,7 @@
 
 #include "cli/cli.h"
 #include "cli/npy.h"
+#include "ckd.h"
 #include "kernel_db.h"
 #include "kiln.h"
 
@@ -96,21 +97,25 @@ static int run_fusion(kiln_context *ctx, const char *path, long repeat,
         uint8_t bc[KILN_MAX_RANK];
         int64_t sz[KILN_MAX_RANK];
         kiln_fusion_io(f, 0, i, &dt, &rank, bc);
-        size_t n = 1;
-        for (int d = 0; d < rank; d++) {
+        for (int d = 0; d < rank; d++)
             sz[d] = bc[d] ? 1 : 4;
-            n *= (size_t)sz[d];
+        int64_t n = 0;
+        size_t nbytes = 0;
+        if (kiln_ckd_numel(rank, sz, &n) ||
+            kiln_ckd_bytes(n, kiln_dtype_size(dt), &nbytes)) {
+            fprintf(stderr, "kiln cache: input %d: size overflows\n", i);
+            goto done;
         }
-        void *buf = malloc(n * kiln_dtype_size(dt) + 1);
+        void *buf = malloc(nbytes + 1);
         if (buf == NULL)
             goto done;
-        kiln_npy_random(dt, n, &state, buf);
+        kiln_npy_random(dt, (size_t)n, &state, buf);
         kiln_memory mem = KILN_MEM_DEVICE;
         kiln_status s = kiln_tensor_create(ctx, dt, rank, sz, NULL, mem, NULL, &in[i]);
         if (s != KILN_OK)
             s = kiln_tensor_create(ctx, dt, rank, sz, NULL, KILN_MEM_HOST, NULL, &in[i]);
         if (s == KILN_OK)
-            s = kiln_tensor_write(ctx, in[i], buf, n * kiln_dtype_size(dt));
+            s = kiln_tensor_write(ctx, in[i], buf, nbytes);
         free(buf);
         if (s != KILN_OK) {
             fprintf(stderr, "kiln cache: input %d: %s\n", i, kiln_last_error());

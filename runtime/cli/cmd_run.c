@@ -19,6 +19,7 @@
 
 #include "cli/cli.h"
 #include "cli/npy.h"
+#include "ckd.h"
 #include "kiln.h"
 #include "numeric.h"
 
@@ -400,7 +401,12 @@ int kiln_cmd_run(int argc, char **argv)
     }
     for (int j = 0; j < n_outputs; j++) {
         kiln_tensor *t = outs[j];
-        size_t nbytes = (size_t)kiln_tensor_numel(t) * kiln_dtype_size(kiln_tensor_dtype(t));
+        size_t nbytes = 0;
+        if (kiln_ckd_bytes(kiln_tensor_numel(t),
+                           kiln_dtype_size(kiln_tensor_dtype(t)), &nbytes)) {
+            fprintf(stderr, "kiln run: output %d: size overflows\n", j);
+            goto done;
+        }
         host_out[j] = malloc(nbytes ? nbytes : 1);
         if (host_out[j] == NULL) {
             fprintf(stderr, "kiln run: out of memory\n");
