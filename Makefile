@@ -83,6 +83,16 @@ $(BUILD)/obj/runtime/backends/cuda%.o: CFLAGS += -I$(CUDA_INC)
 $(BUILD)/obj/runtime/backends/cuda.o $(BUILD)/obj/runtime/cli/bench_gpu.o \
   $(BUILD)/obj/tests/unit/test_cuda.o $(BUILD)/obj/tests/unit/test_stream.o: CFLAGS += -I$(CUDA_INC)
 
+# The CUDA preamble every generated kernel starts with is a real CUDA file,
+# runtime/backends/cuda_preamble.cuh, embedded in cuda_codegen.o as a byte
+# array: od (coreutils, so no extra dependency) writes its bytes, sed turns
+# them into C.
+$(BUILD)/gen/cuda_preamble.inc: runtime/backends/cuda_preamble.cuh
+	@mkdir -p $(dir $@)
+	od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/runtime/backends/cuda_codegen.o: $(BUILD)/gen/cuda_preamble.inc
+$(BUILD)/obj/runtime/backends/cuda_codegen.o: CFLAGS += -I$(BUILD)/gen
+
 $(BUILD)/libkiln.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -148,7 +158,7 @@ MUTANT_PATCHES := $(sort $(wildcard conformance/mutants/*.patch))
 MUTANT_NAMES   := $(MUTANT_PATCHES:conformance/mutants/%.patch=%)
 $(BUILD)/mutants/%/stamp: conformance/mutants/%.patch conformance/mutants/entry.c \
                           scripts/build_mutant.sh $(LIB_OBJ) $(CLI_OBJ)
-	@BUILD='$(BUILD)' CC='$(CC)' CFLAGS='$(CFLAGS) -I$(CUDA_INC)' \
+	@BUILD='$(BUILD)' CC='$(CC)' CFLAGS='$(CFLAGS) -I$(CUDA_INC) -I$(BUILD)/gen' \
 	  LDFLAGS='$(LDFLAGS)' SYSLIBS='$(SYSLIBS)' STATIC_DEPS='$(STATIC_DEPS)' \
 	  LIB_SRC='$(LIB_SRC)' CLI_SRC='$(CLI_SRC)' JOBS='$(JOBS)' \
 	  bash scripts/build_mutant.sh $<
@@ -363,12 +373,12 @@ fuzz-vectors:
 # generator coverage-instrumented (FUZZ_SECONDS=60; -max_len fits fusions
 # of a few hundred inputs).
 .PHONY: fuzz-codegen
-fuzz-codegen:
+fuzz-codegen: $(BUILD)/gen/cuda_preamble.inc
 	@mkdir -p build/fuzz/codegen_corpus
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
+	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime -I$(BUILD)/gen \
 	  tests/fuzz/fuzz_codegen.c runtime/status.c runtime/options.c runtime/fusion.c \
-	  runtime/fusion_text.c runtime/plan.c runtime/backends/cuda_codegen.c \
+	  runtime/fusion_text.c runtime/plan.c runtime/ir_simplify.c runtime/backends/cuda_codegen.c \
 	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_codegen
 	cp -n tests/fuzz/codegen_corpus/* build/fuzz/codegen_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_codegen -max_len=16384 -dict=tests/fuzz/kf.dict \

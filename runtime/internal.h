@@ -149,8 +149,26 @@ enum kiln__opt_id {
         KOPT_COUNT
 };
 
-/* The codegen simplification passes (vocabulary of expr_simplify), sorted
-** bytewise; NULL-terminated.  Bit i of simplify masks = word i. */
+/* The simplification passes of the code generators (ir_simplify.h), the
+** vocabulary of disable=expr_simplify: X(ID, name), sorted bytewise by name.
+** The one list: options.c expands it into the vocabulary, the passes into
+** their bit numbers.  Bit KILN_SP_ID of a simplify mask = pass ID = word
+** KILN_SP_ID of the vocabulary. */
+#define KILN_SIMPLIFY_PASS_TABLE(X)                                            \
+    X(CSE, "cse")                                                              \
+    X(FOLD, "fold")                                                            \
+    X(IDENTITY, "identity")                                                    \
+    X(INDEX, "index")                                                          \
+    X(STRENGTH, "strength")
+
+enum kiln__simplify_pass {
+#define KILN_X_(id, name) KILN_SP_##id,
+    KILN_SIMPLIFY_PASS_TABLE(KILN_X_)
+#undef KILN_X_
+        KILN_SP_COUNT
+};
+
+/* The pass names of KILN_SIMPLIFY_PASS_TABLE in order, NULL-terminated. */
 extern const char *const kiln__simplify_passes[];
 
 /* The effective option set: a plain value, copied per call. */

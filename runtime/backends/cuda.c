@@ -43,7 +43,9 @@
 #include <string.h>
 
 #include "backends/cuda_codegen.h"
+#include "backends/cuda_flags.h"
 #include "backends/cuda_loader.h"
+#include "ir_simplify.h"
 #include "kernel_db.h"
 
 
@@ -310,7 +312,7 @@ static kiln_status identity_text(const kiln_cuda_api *api, const char *prefix,
     kiln_status s = kiln__cuda_flags_text(ko, arch0, flags, sizeof flags);
     if (s != KILN_OK)
         return s;
-    kiln__cuda_simplify_text(ko->simplify_off, simp, sizeof simp);
+    kiln__ir_simplify_text(ko->simplify_off, simp, sizeof simp);
     /* ko= spells out every decoded field, so options that map to the same
     ** flags (lineinfo under -G) still give distinct identities */
     int n = snprintf(buf, cap,

@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "backends/cuda_codegen.h"
+#include "backends/cuda_flags.h"
 #include "backends/cuda_loader.h"
 #include "cli/cli.h"
 #include "internal.h"

@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "backends/cuda_codegen.h"
+#include "backends/cuda_flags.h"
+#include "ir_simplify.h"
 #include "backends/cuda_loader.h"
 #include "internal.h"
 #include "numeric.h"
@@ -464,11 +466,11 @@ START_TEST(flag_mapping)
     ck_assert_int_eq(kiln__cuda_flags_text(&ko, "sm_90", text, sizeof text), KILN_OK);
     ck_assert_str_eq(text, "--std=c++17 -default-device -arch=compute_90 --fmad=true");
     char simp[64];
-    kiln__cuda_simplify_text(0, simp, sizeof simp);
+    kiln__ir_simplify_text(0, simp, sizeof simp);
     ck_assert_str_eq(simp, "");
-    kiln__cuda_simplify_text(0x1f, simp, sizeof simp);
+    kiln__ir_simplify_text(0x1f, simp, sizeof simp);
     ck_assert_str_eq(simp, "all");
-    kiln__cuda_simplify_text((1u << 3) | 1u, simp, sizeof simp);
+    kiln__ir_simplify_text((1u << 3) | 1u, simp, sizeof simp);
     ck_assert_str_eq(simp, "cse,index");
 }
 END_TEST
