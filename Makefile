@@ -320,7 +320,11 @@ conform: all
 bench: all
 	$(BUILD)/kiln bench all
 
-# libFuzzer builds: ASan + UBSan, any UB report is fatal.
+# libFuzzer builds: ASan + UBSan, any UB report is fatal.  CORE_SRC: what
+# every runtime file needs (status and last error, allocation, hashing,
+# text buffers, names).
+CORE_SRC := runtime/status.c runtime/alloc.c runtime/hash.c runtime/strbuf.c \
+  runtime/names.c
 FUZZ_CC := clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=all -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
   -Iruntime/include -Iruntime
@@ -328,7 +332,7 @@ FUZZ_CC := clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 fuzz:
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) \
-	  tests/fuzz/fuzz_options.c runtime/status.c runtime/options.c \
+	  tests/fuzz/fuzz_options.c $(CORE_SRC) runtime/options.c \
 	  -ldl -lm -lpthread -o build/fuzz/fuzz_options
 	@mkdir -p build/fuzz/corpus
 	cp -n tests/fuzz/corpus/* build/fuzz/corpus/ 2>/dev/null || true
@@ -339,7 +343,7 @@ fuzz:
 fuzz-kf:
 	@mkdir -p build/fuzz/kf_corpus
 	$(FUZZ_CC) \
-	  tests/fuzz/fuzz_fusion_text.c runtime/status.c runtime/fusion.c runtime/fusion_text.c \
+	  tests/fuzz/fuzz_fusion_text.c $(CORE_SRC) runtime/fusion.c runtime/fusion_text.c \
 	  -ldl -lm -lpthread -o build/fuzz/fuzz_fusion_text
 	cp -n tests/fuzz/kf_corpus/* build/fuzz/kf_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_fusion_text -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/kf_corpus
@@ -348,7 +352,7 @@ fuzz-kf:
 fuzz-npy:
 	@mkdir -p build/fuzz/npy_corpus
 	$(FUZZ_CC) \
-	  tests/fuzz/fuzz_npy.c runtime/cli/npy.c runtime/status.c \
+	  tests/fuzz/fuzz_npy.c runtime/cli/npy.c $(CORE_SRC) \
 	  -ldl -lm -lpthread -o build/fuzz/fuzz_npy
 	cp -n tests/fuzz/npy_corpus/* build/fuzz/npy_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_npy -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/npy_corpus
@@ -362,7 +366,7 @@ fuzz-vectors:
 	$(FUZZ_CC) \
 	  '-DCF_BUDGET_ELEMENTS=((int64_t)1 << 16)' \
 	  tests/fuzz/fuzz_vectors.c conformance/vectors.c conformance/check_numeric.c \
-	  conformance/differential.c conformance/sha256.c runtime/status.c \
+	  conformance/differential.c conformance/sha256.c $(CORE_SRC) \
 	  $(LIBDIR_SYS)/libjansson.a \
 	  -ldl -lm -lpthread -o build/fuzz/fuzz_vectors
 	cp -n tests/fuzz/vectors_corpus/* build/fuzz/vectors_corpus/ 2>/dev/null || true
@@ -377,8 +381,8 @@ fuzz-codegen: $(BUILD)/gen/cuda_preamble.inc
 	@mkdir -p build/fuzz/codegen_corpus
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime -I$(BUILD)/gen \
-	  tests/fuzz/fuzz_codegen.c runtime/status.c runtime/options.c runtime/fusion.c \
-	  runtime/fusion_text.c runtime/plan.c runtime/ir_simplify.c runtime/backends/cuda_codegen.c \
+	  tests/fuzz/fuzz_codegen.c $(CORE_SRC) runtime/options.c runtime/fusion.c \
+	  runtime/fusion_text.c runtime/plan.c runtime/ir_simplify.c runtime/backends/cuda_codegen.c runtime/backends/cuda_emit.c \
 	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_codegen
 	cp -n tests/fuzz/codegen_corpus/* build/fuzz/codegen_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_codegen -max_len=16384 -dict=tests/fuzz/kf.dict \
@@ -389,7 +393,7 @@ fuzz-kdb:
 	@mkdir -p build/fuzz/kdb_corpus
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
-	  tests/fuzz/fuzz_kdb.c runtime/status.c runtime/kernel_db.c \
+	  tests/fuzz/fuzz_kdb.c $(CORE_SRC) runtime/kernel_db.c \
 	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_kdb
 	cp -n tests/fuzz/kdb_corpus/* build/fuzz/kdb_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_kdb -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/kdb_corpus

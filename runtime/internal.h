@@ -21,6 +21,12 @@
 
 /* ----------------------------------------------------------------- errors */
 
+/* Bytes of the thread's last-error message (kiln_last_error()), NUL
+** included: a longer message is cut there.  A buffer that carries a
+** message on its way to kiln__err (a backend's err, say) needs no more,
+** and must have no less, or the message is cut twice. */
+#define KILN_ERR_MSG_CAP 2048
+
 /* Record a failure on this thread and return `s` (so callers can write
 ** `return kiln__err(KILN_ERR_SHAPE, "...", ...)`). */
 kiln_status kiln__err(kiln_status s, const char *fmt, ...)
