@@ -79,7 +79,7 @@ $(BUILD)/obj/%.o: %.c $(wildcard runtime/*.h runtime/include/*.h runtime/backend
 CUDA_INC ?= /usr/local/cuda/include
 check-cuda-headers:
 	@CUDA_INC='$(CUDA_INC)' bash scripts/deps.sh --cuda-headers
-$(BUILD)/obj/runtime/backends/cuda%.o: CFLAGS += -I$(CUDA_INC)
+$(BUILD)/obj/runtime/backends/cuda%.o $(BUILD)/obj/runtime/backends/nvrtc.o: CFLAGS += -I$(CUDA_INC)
 $(BUILD)/obj/runtime/backends/cuda.o $(BUILD)/obj/runtime/cli/bench_gpu.o \
   $(BUILD)/obj/tests/unit/test_cuda.o $(BUILD)/obj/tests/unit/test_stream.o: CFLAGS += -I$(CUDA_INC)
 

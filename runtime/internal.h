@@ -278,7 +278,7 @@ kiln_status kiln__tensor_describe(kiln_tensor *t, kiln_dtype dtype, int rank,
 /* Built-in backends. */
 const kiln_backend *kiln__backend_ref(void);
 const kiln_backend *kiln__backend_cuda(void);
-/* Compile-only CUDA backend for CI (backends/cuda.c): NVRTC-compiles every
+/* Compile-only CUDA backend for CI (backends/nvrtc.c): NVRTC-compiles every
 ** kernel, then runs it on the ref backend. */
 const kiln_backend *kiln__backend_nvrtc(void);
 
