@@ -440,7 +440,7 @@ install: all
 	install -m 644 $(BUILD)/libkiln.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libkiln.so $(DESTDIR)$(PREFIX)/lib/libkiln.so.0
 	ln -sf libkiln.so.0 $(DESTDIR)$(PREFIX)/lib/libkiln.so
-	install -m 644 runtime/include/kiln.h runtime/backend.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 runtime/include/kiln.h runtime/include/kiln_backend.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(BUILD)/kiln $(DESTDIR)$(PREFIX)/bin/
 	rm -f $(DESTDIR)$(PREFIX)/share/kiln/vectors/*.json
 	install -m 644 conformance/vectors/*.json $(DESTDIR)$(PREFIX)/share/kiln/vectors/
@@ -451,7 +451,7 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libkiln.a $(DESTDIR)$(PREFIX)/lib/libkiln.so \
 	  $(DESTDIR)$(PREFIX)/lib/libkiln.so.0 $(DESTDIR)$(PREFIX)/include/kiln.h \
-	  $(DESTDIR)$(PREFIX)/include/backend.h $(DESTDIR)$(PREFIX)/bin/kiln \
+	  $(DESTDIR)$(PREFIX)/include/kiln_backend.h $(DESTDIR)$(PREFIX)/bin/kiln \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/kiln.pc
 	rm -rf $(DESTDIR)$(PREFIX)/share/kiln
 

@@ -105,7 +105,7 @@ typedef struct kiln__sig {
 } kiln__sig;
 
 /* Segment limits (docs/runtime.md, "Segment limits"): a segment has at
-** most KILN_SEGMENT_MAX_VIEWS(rank of its domain) views (backend.h), and
+** most KILN_SEGMENT_MAX_VIEWS(rank of its domain) views (kiln_backend.h), and
 ** every value it computes has at most KILN__PLAN_MAX_CONE operations in its
 ** cone inside the segment; the planner splits what would pass either. */
 #define KILN__PLAN_MAX_CONE 256

@@ -16,7 +16,7 @@
 #include <stddef.h>
 
 #include "kiln.h"
-#include "backend.h"
+#include "kiln_backend.h"
 #include "ckd.h"
 
 /* ----------------------------------------------------------------- errors */
@@ -203,7 +203,7 @@ void kiln__options_canonical_buf(const struct kiln_options *o,
 
 /* ----------------------------------------------------------------- fusion */
 
-/* A fusion is an array of IR nodes in topological order (backend.h's
+/* A fusion is an array of IR nodes in topological order (kiln_backend.h's
 ** kiln_ir_node, with rank/bcast describing each value's declared shape),
 ** plus the lists of input and output node ids.  Invariant once finalized:
 ** nodes[i].args[j] < i, every input appears once in `inputs` in

@@ -1,5 +1,5 @@
 /*
-** cuda_codegen.h -- segment IR (backend.h) -> CUDA C++ source for NVRTC
+** cuda_codegen.h -- segment IR (kiln_backend.h) -> CUDA C++ source for NVRTC
 ** (docs/backends.md, "CUDA backend"); the flags it is compiled with come
 ** from cuda_flags.h.
 **
@@ -51,7 +51,7 @@ enum {
      KILN_CUDA_TAIL_WORDS)
 /* The parameter block is at most 4096 bytes (the kernel-parameter limit
 ** every CUDA version and architecture accepts), so a kernel over a domain
-** of rank r takes at most KILN_SEGMENT_MAX_VIEWS(r) views (backend.h):
+** of rank r takes at most KILN_SEGMENT_MAX_VIEWS(r) views (kiln_backend.h):
 ** the planner never makes a larger segment, and codegen rejects one
 ** (KILN_ERR_UNSUPPORTED).  KILN_CUDA_MAX_VIEWS is the largest of these
 ** (rank <= 1), the size of the per-view arrays. */

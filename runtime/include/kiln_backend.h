@@ -1,5 +1,6 @@
 /*
-** backend.h -- the Kiln backend ABI (docs/backends.md).
+** kiln_backend.h -- the Kiln backend ABI (docs/backends.md), installed next
+** to kiln.h for plugin authors.
 **
 ** A backend is a table of function pointers.  The built-in backends ("ref",
 ** "cuda") and plugins loaded by path all use it.  A plugin shared object
