@@ -502,6 +502,7 @@ static const kiln_backend cuda_backend = {
     .db_versions = cuda_db_versions,
     .serialize = cuda_serialize,
     .deserialize = cuda_deserialize,
+    .kernel_source = kiln__cuda_kernel_source,
 };
 
 const kiln_backend *kiln__backend_cuda(void) { return &cuda_backend; }

@@ -1,7 +1,8 @@
 /*
 ** cuda_compile.c -- what the two CUDA backends share (cuda_compile.h): the
 ** error helper, the NVRTC compile of a generated source with its checks,
-** and the identity and version texts.  The cuda backend (cuda.c) loads the
+** the identity and version texts, and the source for dumps
+** (kernel_source).  The cuda backend (cuda.c) loads the
 ** compiled image on its device; the compile-only nvrtc backend (nvrtc.c)
 ** keeps it for the kernel database and runs the kernel on ref.
 */
@@ -167,3 +168,28 @@ kiln_status kiln__cuda_versions_text(const kiln_cuda_api *api, int driver,
     return KILN_OK;
 }
 
+/* ------------------------------------------------------------ dumps */
+
+kiln_status kiln__cuda_kernel_source(void *state, const kiln_ir_segment *seg,
+                                     const kiln_kernel_options *ko, char *buf,
+                                     size_t cap, size_t *size, char *err,
+                                     size_t err_cap)
+{
+    (void)state; /* the source depends on the segment and options alone */
+    if (seg == NULL || ko == NULL || size == NULL || (buf == NULL && cap > 0))
+        return kiln__cuda_fail(err, err_cap, KILN_ERR_INVALID_ARGUMENT,
+                               "cuda kernel_source: NULL argument");
+    char *src = NULL;
+    kiln_cuda_kinfo info;
+    kiln_status s = kiln__cuda_codegen(seg, ko, &src, &info);
+    if (s != KILN_OK)
+        return kiln__cuda_fail(err, err_cap, s, "%s", kiln_last_error());
+    size_t n = strlen(src) + 1;
+    *size = n;
+    if (n > cap)
+        s = KILN_ERR_LIMIT;
+    else
+        memcpy(buf, src, n);
+    kiln__free(src);
+    return s;
+}

@@ -1,7 +1,8 @@
 /*
 ** cuda_compile.h -- shared by the cuda backend (cuda.c) and the
 ** compile-only nvrtc backend (nvrtc.c): the error helper, the NVRTC compile
-** of a generated source, and the identity and version texts (docs/
+** of a generated source, the identity and version texts, and the source
+** for dumps (docs/
 ** backends.md, "CUDA backend").  Private to the two backends.
 */
 #ifndef KILN_CUDA_COMPILE_H
@@ -51,5 +52,12 @@ kiln_status kiln__cuda_identity_text(const kiln_cuda_api *api, const char *prefi
 ** refuses the backend (fail closed). */
 kiln_status kiln__cuda_versions_text(const kiln_cuda_api *api, int driver,
                                      char *buf, size_t cap);
+
+/* Both backends' kernel_source() (kiln_backend.h): the generated source
+** of seg under ko, as compile() builds it (state is not used). */
+kiln_status kiln__cuda_kernel_source(void *state, const kiln_ir_segment *seg,
+                                     const kiln_kernel_options *ko, char *buf,
+                                     size_t cap, size_t *size, char *err,
+                                     size_t err_cap);
 
 #endif /* KILN_CUDA_COMPILE_H */

@@ -366,6 +366,7 @@ static const kiln_backend nvrtc_backend = {
     .db_versions = nvrtc_db_versions,
     .serialize = nvrtc_serialize,
     .deserialize = nvrtc_deserialize,
+    .kernel_source = kiln__cuda_kernel_source,
 };
 
 const kiln_backend *kiln__backend_nvrtc(void) { return &nvrtc_backend; }

@@ -17,9 +17,19 @@
 **   matmul     4096^3 bf16 -> f32 on the cublas, generated and fused paths
 **              (TFLOP/s; the paths are read back from the info record)
 ** Fusions are built through the public API (.kf text), tensors with
-** kiln_tensor_create(..., KILN_MEM_DEVICE, ...).  The driver calls of the
-** bench itself (events, the copy ceiling, the bare launch) go through the
-** same dlopen table as the backend (backends/cuda_loader.h).
+** kiln_tensor_create(..., KILN_MEM_DEVICE, ...): every figure of Kiln's own
+** path is kiln_execute, which reaches the cuda backend through its ABI.
+** The driver calls of the bench itself (events, the copy ceiling, the bare
+** launch) go through the same dlopen table as the backend
+** (backends/cuda_loader.h).
+**
+** The overhead baseline stays outside Kiln on purpose: it is what a launch
+** costs with no runtime at all, so it cannot go through the runtime.  It
+** launches the very kernel Kiln launches: the source and flags come from
+** the cuda backend's descriptor (compile() and kernel_source(), bare_kernel
+** below), this file compiles them with NVRTC and packs the parameter block
+** by hand, which is why it includes cuda_codegen.h for the block's word
+** layout (KILN_CUDA_ARG_WORDS, KILN_CUDA_T_*) and nothing else of it.
 ** Without a usable GPU it prints the reason and exits 1.
 */
 #include <stdio.h>
@@ -27,8 +37,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "backends/cuda_codegen.h"
-#include "backends/cuda_flags.h"
+#include "backends/cuda_codegen.h" /* the KArgs word layout only */
+#include "backends/cuda_flags.h"  /* KILN_CUDA_MAX_FLAGS */
 #include "backends/cuda_loader.h"
 #include "cli/cli.h"
 #include "internal.h"
@@ -303,6 +313,60 @@ static int bench_bandwidth(bench *b)
     return 0;
 }
 
+/* The cubin of the cuda backend's kernel for seg under ko, built the way
+** the backend builds it but outside Kiln, for the bare-launch baseline
+** (malloc'd; NULL after a message).  The backend is reached through its ABI
+** descriptor only: compile() reports the NVRTC flags it used and
+** kernel_source() the source it compiled; this NVRTC call then repeats
+** that compile. */
+static char *bare_kernel(bench *b, const kiln_ir_segment *seg, const kiln_kernel_options *ko)
+{
+    const kiln_backend *be = kiln__backend_cuda();
+    void *st = NULL;
+    char err[KILN_ERR_MSG_CAP] = "";
+    kiln_kernel_out out;
+    memset(&out, 0, sizeof out);
+    char *src = NULL, *cubin = NULL;
+    size_t size = 0;
+    if (be->open(b->device, &st, err, sizeof err) != KILN_OK ||
+        be->compile(st, seg, ko, &out, err, sizeof err) != KILN_OK ||
+        be->kernel_source(st, seg, ko, NULL, 0, &size, err, sizeof err) != KILN_ERR_LIMIT ||
+        (src = malloc(size)) == NULL ||
+        be->kernel_source(st, seg, ko, src, size, &size, err, sizeof err) != KILN_OK) {
+        fprintf(stderr, "kiln bench gpu: the bare kernel: %s\n",
+                err[0] ? err : kiln_last_error());
+        goto done;
+    }
+    /* compile() reports its flags joined by spaces; none contains one */
+    const char *argv[KILN_CUDA_MAX_FLAGS];
+    int argc = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(out.flags, " ", &save); t != NULL && argc < KILN_CUDA_MAX_FLAGS;
+         t = strtok_r(NULL, " ", &save))
+        argv[argc++] = t;
+    nvrtcProgram prog;
+    size_t cn = 0;
+    if (b->api.p_nvrtcCreateProgram(&prog, src, "bench.cu", 0, NULL, NULL) != NVRTC_SUCCESS)
+        goto nvrtc_failed;
+    if (b->api.p_nvrtcCompileProgram(prog, argc, argv) != NVRTC_SUCCESS ||
+        b->api.p_nvrtcGetCUBINSize(prog, &cn) != NVRTC_SUCCESS ||
+        (cubin = malloc(cn)) == NULL || b->api.p_nvrtcGetCUBIN(prog, cubin) != NVRTC_SUCCESS) {
+        free(cubin);
+        cubin = NULL;
+    }
+    b->api.p_nvrtcDestroyProgram(&prog);
+nvrtc_failed:
+    if (cubin == NULL)
+        fprintf(stderr, "kiln bench gpu: NVRTC failed for the bare kernel\n");
+done:
+    if (out.handle != NULL)
+        be->release(st, out.handle);
+    if (st != NULL)
+        be->close(st);
+    free(src);
+    return cubin;
+}
+
 /* Host overhead: kiln_execute cache hits vs cuLaunchKernel of the same
 ** generated kernel (neg over 1024 f32), both without synchronisation. */
 static int bench_overhead(bench *b)
@@ -315,7 +379,8 @@ static int bench_overhead(bench *b)
     kiln_tensor *in = dev_tensor(b, KILN_F32, 1, &n, 1), *out = dev_tensor(b, KILN_F32, 1, &n, 0);
     if (in == NULL || out == NULL)
         return -1;
-    /* the same kernel, built here: IR of neg over [n], same traits/options */
+    /* the same kernel: IR of neg over [n], same traits/options, its source
+    ** and flags from the cuda backend through the ABI (bare_kernel) */
     kiln_ir_node nodes[2];
     memset(nodes, 0, sizeof nodes);
     nodes[0].op = KILN_OP_INPUT; nodes[0].dtype = KILN_F32; nodes[0].rank = 1;
@@ -326,35 +391,9 @@ static int bench_overhead(bench *b)
     uint32_t tr[1] = {KILN_TRAIT_CONTIG | KILN_TRAIT_ALIGN16};
     kiln_ir_segment seg = {sizeof seg, KILN_SEGK_POINTWISE, nodes, 2, 1, outs, 1, tr, tr, 0};
     kiln_kernel_options ko = {sizeof ko, 0, 0, 0, 1, 1, 0, ""};
-    char *src = NULL;
-    kiln_cuda_kinfo info;
-    if (kiln__cuda_codegen(&seg, &ko, &src, &info) != KILN_OK) {
-        fprintf(stderr, "kiln bench gpu: codegen: %s\n", kiln_last_error());
+    char *cubin = bare_kernel(b, &seg, &ko);
+    if (cubin == NULL)
         return -1;
-    }
-    int cc[2] = {0, 0};
-    CK(b, cuDeviceGetAttribute, (&cc[0], CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, b->dev));
-    CK(b, cuDeviceGetAttribute, (&cc[1], CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, b->dev));
-    char arch[16];
-    snprintf(arch, sizeof arch, "sm_%d%d", cc[0], cc[1]);
-    const char *argv[16];
-    int argc = 0;
-    char store[256];
-    kiln__cuda_flags(&ko, arch, argv, &argc, store, sizeof store);
-    if (kiln__cuda_nvrtc_caches(b->api.nvrtc_major, b->api.nvrtc_minor))
-        argv[argc++] = "--no-cache"; /* as the backend compiles */
-    nvrtcProgram prog;
-    size_t cn = 0;
-    char *cubin = NULL;
-    if (b->api.p_nvrtcCreateProgram(&prog, src, "bench.cu", 0, NULL, NULL) != NVRTC_SUCCESS ||
-        b->api.p_nvrtcCompileProgram(prog, argc, argv) != NVRTC_SUCCESS ||
-        b->api.p_nvrtcGetCUBINSize(prog, &cn) != NVRTC_SUCCESS ||
-        (cubin = malloc(cn)) == NULL || b->api.p_nvrtcGetCUBIN(prog, cubin) != NVRTC_SUCCESS) {
-        fprintf(stderr, "kiln bench gpu: NVRTC failed for the bare kernel\n");
-        return -1;
-    }
-    b->api.p_nvrtcDestroyProgram(&prog);
-    kiln__free(src);
     CUmodule mod;
     CUfunction fn;
     if (enter(b))
