@@ -66,10 +66,10 @@ long kiln__fault_after(long n);
 ** caller rejects them with KILN_ERR_ABI).  Every read of such a buffer
 ** goes through one of the two. */
 char *kiln__be_str(char *buf, size_t cap);
+int kiln__be_terminated(const char *buf, size_t cap);
 
 /* "[2, 3]": a shape for messages, cut to cap bytes. */
 void kiln__shape_text(int rank, const int64_t *sizes, char *buf, size_t cap);
-int kiln__be_terminated(const char *buf, size_t cap);
 
 uint64_t kiln__fnv1a(const void *data, size_t n, uint64_t seed);
 #define KILN_FNV_SEED 0xcbf29ce484222325ULL

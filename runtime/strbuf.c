@@ -12,6 +12,10 @@
 
 #include "internal.h"
 
+#define BUF_FIRST_CAP 64 /* bytes of a buffer's first allocation */
+#define PRINTF_STACK 256 /* formatted on the stack first; longer text again
+                            into a heap block of its exact size */
+
 void kiln__shape_text(int rank, const int64_t *sizes, char *buf, size_t cap)
 {
     size_t n = (size_t)snprintf(buf, cap, "[");
@@ -39,7 +43,7 @@ void kiln__buf_add(kiln_buf *b, const char *s, size_t n)
     if (b->failed)
         return;
     if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
+        size_t cap = b->cap ? b->cap : BUF_FIRST_CAP;
         while (cap < b->len + n + 1)
             cap *= 2;
         char *d = kiln__realloc(b->data, cap);
@@ -59,7 +63,7 @@ void kiln__buf_puts(kiln_buf *b, const char *s) { kiln__buf_add(b, s, strlen(s))
 
 void kiln__buf_printf(kiln_buf *b, const char *fmt, ...)
 {
-    char small[256];
+    char small[PRINTF_STACK];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(small, sizeof small, fmt, ap);

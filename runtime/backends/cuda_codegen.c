@@ -28,7 +28,7 @@
 **                  of the 8 lanes, the same optional split + finish.
 **   MATMUL         64x64 tiles through shared memory, K in steps of 16,
 **                  operands widened to f64 and accumulated with f64 FMA
-**                  (products exact, far inside the coord.md bound), rounded
+**                  (products exact, far inside the docs/numerics.md bound), rounded
 **                  once to f32, then the epilogue at (m, n).
 ** Determinism: launch geometry depends only on sizes and the device, and
 ** every merge happens in a fixed order: the same inputs give the same bits.

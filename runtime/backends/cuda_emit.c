@@ -774,7 +774,7 @@ kiln_status kiln__cuda_emit(gen *g)
     } else if (seg->kind == KILN_SEGK_REDUCTION) {
         const kiln_ir_node *sp = &g->w.n[g->sp];
         int opdt = g->w.n[res(g, sp->args[0])].dtype;
-        char abuf[64];
+        char abuf[sizeof "KAccMax<long long>"]; /* the longest acc_type() */
         const char *acc = acc_type(sp->op, opdt, abuf, sizeof abuf);
         if (acc == NULL || opdt != sp->dtype) {
             return kiln__err(KILN_ERR_UNSUPPORTED, "cuda codegen: %s over %s",

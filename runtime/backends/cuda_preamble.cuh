@@ -167,7 +167,7 @@ template <class T> __device__ __forceinline__ bool kgt(T a, T b) { return a > b;
 template <class T> __device__ __forceinline__ bool kge(T a, T b) { return a >= b; }
 template <class T> __device__ __forceinline__ T kwhere(bool c, T a, T b) { return c ? a : b; }
 // -- reduction accumulators (deterministic merge order is the caller's).
-// f32 sums accumulate in f64 (error far below the coord.md bound); f64
+// f32 sums accumulate in f64 (error far below the docs/numerics.md bound); f64
 // sums carry a compensation term merged with TwoSum.
 struct KAccSumF32 {
     double s;

@@ -25,7 +25,7 @@
 **     read by another group is materialised too.  Materialised values are
 **     read back with the same strided gather as inputs.
 **
-** Numerics (the contract of coord.md "IR / numerics decisions"):
+** Numerics (the contract of docs/numerics.md):
 **   - add/sub/mul/div/sqrt/reciprocal/fma, casts, neg/abs, min/max,
 **     comparisons, where, floor/ceil, relu are correctly rounded / exact:
 **     computed in the dtype itself (the build uses -ffp-contract=off, so a

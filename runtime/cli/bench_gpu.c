@@ -43,6 +43,11 @@
 #include "cli/cli.h"
 #include "internal.h"
 
+#define NUM_TEXT 32     /* a ratio or target in the table */
+#define NOTE_TEXT 160   /* a row's note */
+#define DEVICE_NAME 128 /* cuDeviceGetName */
+#define HIT_RUNS 21     /* cache-hit executes timed by the compile bench */
+
 typedef struct bench {
     kiln_cuda_api api;
     CUcontext ctx;
@@ -95,7 +100,7 @@ static void row(bench *b, const char *name, double value, const char *unit,
         if (!pass)
             b->misses++;
     }
-    char rs[32] = "", ts[32] = "";
+    char rs[NUM_TEXT] = "", ts[NUM_TEXT] = "";
     if (ratio >= 0)
         snprintf(rs, sizeof rs, "%.3f", ratio);
     if (target > 0)
@@ -271,7 +276,7 @@ static int bench_bw(bench *b, const char *name, const char *kf, int nin,
     if (ms <= 0)
         goto done;
     double gbs = bytes / (ms * 1e-3) / 1e9;
-    char note[96];
+    char note[NOTE_TEXT];
     snprintf(note, sizeof note, "%.3f ms", ms);
     row(b, name, gbs, "GB/s", b->ceiling_gbs > 0 ? gbs / b->ceiling_gbs : -1, target, 1, note);
     rc = 0;
@@ -488,9 +493,9 @@ static int bench_compile(bench *b)
         double t0 = now_us();
         kiln_status s1 = kiln_execute(c2, f, in, 3, &out, 1, NULL, NULL);
         double t1 = now_us();
-        double hits[21];
+        double hits[HIT_RUNS];
         kiln_status s2 = KILN_OK;
-        for (int i = 0; i < 21 && s2 == KILN_OK; i++) {
+        for (int i = 0; i < HIT_RUNS && s2 == KILN_OK; i++) {
             double h0 = now_us();
             s2 = kiln_execute(c2, f, in, 3, &out, 1, NULL, NULL);
             hits[i] = now_us() - h0;
@@ -498,7 +503,7 @@ static int bench_compile(bench *b)
         if (s1 == KILN_OK && s2 == KILN_OK) {
             row(b, "compile_cold_relu_fma", (t1 - t0) / 1e3, "ms", -1, 0, 1,
                 "first execute: plan + codegen + NVRTC + module load");
-            row(b, "compile_cache_hit", median(hits, 21), "us", -1, 0, 1,
+            row(b, "compile_cache_hit", median(hits, HIT_RUNS), "us", -1, 0, 1,
                 "execute with the kernel in the in-memory cache");
             rc = 0;
         } else {
@@ -534,7 +539,7 @@ static int bench_matmul(bench *b)
         kiln_exec_info *info = NULL;
         kiln_exec_info_create(&info);
         double ms = time_exec(b, f, in, 2, &out, 1, &eo, info);
-        char note[160] = "";
+        char note[NOTE_TEXT] = "";
         size_t ns = info ? kiln_exec_info_segment_count(info) : 0;
         for (size_t i = 0; i < ns; i++) {
             kiln_segment_info si;
@@ -620,12 +625,12 @@ int kiln_bench_gpu(int argc, char **argv)
         fprintf(stderr, "kiln bench gpu: --reps must be 1..10000\n");
         return 2;
     }
-    char why[1024];
+    char why[KILN_ERR_MSG_CAP];
     if (kiln_backend_probe("cuda", why, sizeof why) != KILN_OK) {
         fprintf(stderr, "kiln bench gpu: no usable GPU: %s\n", why[0] ? why : kiln_last_error());
         return 1;
     }
-    char err[1024];
+    char err[KILN_ERR_MSG_CAP];
     if (kiln__cuda_load(&b->api, KILN_CUDA_LOAD_DRIVER | KILN_CUDA_LOAD_NVRTC, err, sizeof err) !=
         KILN_OK) {
         fprintf(stderr, "kiln bench gpu: %s\n", err);
@@ -662,7 +667,7 @@ int kiln_bench_gpu(int argc, char **argv)
         b->json = stdout;
         b->tab = stderr;
     }
-    char name[128] = "";
+    char name[DEVICE_NAME] = "";
     b->api.p_cuDeviceGetName(name, (int)sizeof name, b->dev);
     fprintf(b->tab, "kiln bench gpu: %s (device %d), median of %d runs%s\n", name, b->device,
             b->reps, b->quick ? ", --quick sizes" : "");

@@ -113,7 +113,7 @@ static kiln_kernel_options ko_default(void)
 
 /* ------------------------------------------------------- segment catalogue */
 
-/* Accepted operand dtypes per op (coord.md "IR / numerics decisions"). */
+/* Accepted operand dtypes per op (docs/fusion-format.md, "3. The op table"). */
 #define M_B (1u << KILN_BOOL)
 #define M_I (1u << KILN_I32 | 1u << KILN_I64)
 #define M_F (1u << KILN_F32 | 1u << KILN_F64)
