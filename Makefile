@@ -393,7 +393,7 @@ fuzz-kdb:
 	@mkdir -p build/fuzz/kdb_corpus
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
-	  tests/fuzz/fuzz_kdb.c $(CORE_SRC) runtime/kernel_db.c \
+	  tests/fuzz/fuzz_kdb.c $(CORE_SRC) runtime/kernel_db.c runtime/kernel_db_format.c \
 	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_kdb
 	cp -n tests/fuzz/kdb_corpus/* build/fuzz/kdb_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_kdb -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/kdb_corpus
