@@ -352,7 +352,8 @@ fuzz-kf:
 fuzz-npy:
 	@mkdir -p build/fuzz/npy_corpus
 	$(FUZZ_CC) \
-	  tests/fuzz/fuzz_npy.c runtime/cli/npy.c $(CORE_SRC) \
+	  tests/fuzz/fuzz_npy.c runtime/cli/npy.c runtime/cli/outfile.c runtime/cli/args.c \
+	  $(CORE_SRC) \
 	  -ldl -lm -lpthread -o build/fuzz/fuzz_npy
 	cp -n tests/fuzz/npy_corpus/* build/fuzz/npy_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_npy -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/npy_corpus
