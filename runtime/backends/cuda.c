@@ -268,7 +268,8 @@ static kiln_status cuda_mem_alloc(void *state, size_t n, void **ptr, char *err,
 {
     cuda_state *st = state;
     if (st == NULL || ptr == NULL)
-        return kiln__cuda_fail(err, cap, KILN_ERR_INVALID_ARGUMENT, "cuda mem_alloc: NULL argument");
+        return kiln__cuda_fail(err, cap, KILN_ERR_INVALID_ARGUMENT,
+                               "cuda mem_alloc: NULL argument");
     kiln_status s = kiln__cuda_enter(st, err, cap);
     CUdeviceptr d = 0;
     if (s == KILN_OK) /* cuMemAlloc rejects 0 bytes: keep a valid address */
@@ -427,7 +428,8 @@ static kiln_status cuda_serialize(void *state, void *handle, void *buf, size_t c
     (void)state;
     cuda_kernel *k = handle;
     if (k == NULL || size == NULL || (buf == NULL && cap > 0))
-        return kiln__cuda_fail(err, ecap, KILN_ERR_INVALID_ARGUMENT, "cuda serialize: NULL argument");
+        return kiln__cuda_fail(err, ecap, KILN_ERR_INVALID_ARGUMENT,
+                               "cuda serialize: NULL argument");
     if (!k->cublas && k->image == NULL)
         return kiln__cuda_fail(err, ecap, KILN_ERR_UNSUPPORTED, "cuda serialize: no image kept");
     kiln_buf b = {0};
@@ -445,7 +447,8 @@ static kiln_status cuda_deserialize(void *state, const void *payload, size_t n,
 {
     cuda_state *st = state;
     if (st == NULL || out == NULL || (payload == NULL && n > 0))
-        return kiln__cuda_fail(err, ecap, KILN_ERR_INVALID_ARGUMENT, "cuda deserialize: NULL argument");
+        return kiln__cuda_fail(err, ecap, KILN_ERR_INVALID_ARGUMENT,
+                               "cuda deserialize: NULL argument");
     kiln__kdb_rd r = {payload, n, 0, 0};
     cuda_kernel *k = kiln__calloc(1, sizeof *k);
     if (k == NULL)
@@ -467,7 +470,7 @@ static kiln_status cuda_deserialize(void *state, const void *payload, size_t n,
         k->cublas = 1;
         if (st->api.h_cublas == NULL || k->info.kind != KILN_CK_MATMUL)
             s = kiln__cuda_fail(err, ecap, KILN_ERR_CORRUPT, "cuda deserialize: a cuBLAS kernel "
-                     "without cuBLAS or a matmul");
+                                "without cuBLAS or a matmul");
     } else {
         k->ptx = type == PAY_PTX;
         k->image = kiln__malloc(img_n + 1); /* PTX must end in a NUL */

@@ -337,7 +337,8 @@ static kiln_status launch_reduction(cuda_state *st, cuda_kernel *k, kiln_launch 
     if (S == 1)
         return run(st, k->fmain, p, grid_x, 1, 256, stream, err, cap);
     if (!in->index64 && S * O > 0x7fffffffu)
-        return kiln__cuda_fail(err, cap, KILN_ERR_LIMIT, "cuda launch: reduction partials need 64-bit indexing");
+        return kiln__cuda_fail(err, cap, KILN_ERR_LIMIT,
+                               "cuda launch: reduction partials need 64-bit indexing");
     pthread_mutex_lock(&st->lock);
     kiln_status s = ensure_scratch(st, (size_t)(S * O * in->acc_bytes), err, cap);
     if (s == KILN_OK)
@@ -378,12 +379,14 @@ static kiln_status launch_cublas(cuda_state *st, cuda_kernel *k, kiln_launch *L,
     if ((K > 1 && wa[2] != 1) || (N > 1 && wb[2] != 1) || (N > 1 && wc[2] != 1) ||
         lda < K || ldb < N || ldc < N || M > 0x7fffffff || N > 0x7fffffff ||
         K > 0x7fffffff || lda > 0x7fffffff || ldb > 0x7fffffff || ldc > 0x7fffffff)
-        return kiln__cuda_fail(err, cap, KILN_ERR_ALIGNMENT, "cuda launch: cuBLAS path needs dense row-major operands "
-                    "(the segment's CONTIG traits do not hold)");
+        return kiln__cuda_fail(err, cap, KILN_ERR_ALIGNMENT,
+                               "cuda launch: cuBLAS path needs dense row-major operands "
+                               "(the segment's CONTIG traits do not hold)");
     CUstream stream = launch_stream(L);
     if (K == 0) {
         if (ldc != N)
-            return kiln__cuda_fail(err, cap, KILN_ERR_ALIGNMENT, "cuda launch: K=0 with padded output");
+            return kiln__cuda_fail(err, cap, KILN_ERR_ALIGNMENT,
+                                   "cuda launch: K=0 with padded output");
         return KILN_CU(&st->api, cuMemsetD8Async,
                        ((CUdeviceptr)wc[0], 0, (size_t)(M * N * 4), stream), err, cap);
     }
@@ -451,7 +454,8 @@ kiln_status kiln__cuda_launch(void *state, void *handle, kiln_launch *L,
     L->gpu_ms = -1;
     if (L->n_inputs != in->n_inputs || L->n_outputs != in->n_outputs ||
         L->rank != in->rank || (L->n_inputs > 0 && L->inputs == NULL) || L->outputs == NULL)
-        return kiln__cuda_fail(err, cap, KILN_ERR_INVALID_ARGUMENT, "cuda launch: launch record does not match the compiled segment");
+        return kiln__cuda_fail(err, cap, KILN_ERR_INVALID_ARGUMENT,
+                               "cuda launch: launch record does not match the compiled segment");
     for (int d = 0; d < L->rank; d++)
         if (L->domain[d] < 0)
             return kiln__cuda_fail(err, cap, KILN_ERR_SHAPE, "cuda launch: negative domain size");
@@ -468,8 +472,9 @@ kiln_status kiln__cuda_launch(void *state, void *handle, kiln_launch *L,
         int64_t numel;
         if (kiln_ckd_numel(L->rank, L->domain, &numel) || numel > 0x7fffffff ||
             maxoff > 0x7fffffffu || (uint64_t)L->k > 0x7fffffffu)
-            return kiln__cuda_fail(err, cap, KILN_ERR_LIMIT, "cuda launch: sizes need 64-bit indexing but the segment was "
-                        "compiled with index64 = 0");
+            return kiln__cuda_fail(err, cap, KILN_ERR_LIMIT,
+                                   "cuda launch: sizes need 64-bit indexing but the segment was "
+                                   "compiled with index64 = 0");
     }
     s = kiln__cuda_enter(st, err, cap);
     if (s != KILN_OK)

@@ -57,7 +57,8 @@ static kiln_status parse_archs(nvrtc_state *st, const char *list, char *err, siz
             p++;
     }
     if (st->n_archs == 0)
-        return kiln__cuda_fail(err, cap, KILN_ERR_BACKEND_UNAVAILABLE, "nvrtc: empty KILN_NVRTC_ARCHS");
+        return kiln__cuda_fail(err, cap, KILN_ERR_BACKEND_UNAVAILABLE,
+                               "nvrtc: empty KILN_NVRTC_ARCHS");
     return KILN_OK;
 }
 
@@ -78,7 +79,8 @@ static kiln_status nvrtc_open(int device, void **state, char *err, size_t cap)
     s = parse_archs(st, archs && archs[0] ? archs : "sm_90,sm_80", err, cap);
     st->ref = kiln__backend_ref();
     if (s == KILN_OK && st->ref == NULL)
-        s = kiln__cuda_fail(err, cap, KILN_ERR_BACKEND_UNAVAILABLE, "nvrtc: reference backend missing");
+        s = kiln__cuda_fail(err, cap, KILN_ERR_BACKEND_UNAVAILABLE,
+                            "nvrtc: reference backend missing");
     if (s == KILN_OK)
         s = st->ref->open(device, &st->ref_state, err, cap);
     if (s != KILN_OK) {
@@ -307,7 +309,8 @@ static kiln_status nvrtc_serialize(void *state, void *handle, void *buf, size_t 
     (void)state;
     nvrtc_kernel *w = handle;
     if (w == NULL || size == NULL || (buf == NULL && cap > 0))
-        return kiln__cuda_fail(err, ecap, KILN_ERR_INVALID_ARGUMENT, "nvrtc serialize: NULL argument");
+        return kiln__cuda_fail(err, ecap, KILN_ERR_INVALID_ARGUMENT,
+                               "nvrtc serialize: NULL argument");
     *size = w->n;
     if (w->n > cap)
         return KILN_ERR_LIMIT;
@@ -320,7 +323,8 @@ static kiln_status nvrtc_deserialize(void *state, const void *payload, size_t n,
 {
     nvrtc_state *st = state;
     if (st == NULL || out == NULL || (payload == NULL && n > 0))
-        return kiln__cuda_fail(err, ecap, KILN_ERR_INVALID_ARGUMENT, "nvrtc deserialize: NULL argument");
+        return kiln__cuda_fail(err, ecap, KILN_ERR_INVALID_ARGUMENT,
+                               "nvrtc deserialize: NULL argument");
     kiln__kdb_rd r = {payload, n, 0, 0};
     kiln__kdb_ir ir;
     size_t used = 0;
@@ -340,7 +344,7 @@ static kiln_status nvrtc_deserialize(void *state, const void *payload, size_t n,
     if (bad || r.bad || r.at != n) {
         kiln__kdb_ir_free(&ir);
         return kiln__cuda_fail(err, ecap, KILN_ERR_CORRUPT, "nvrtc deserialize: malformed payload "
-                    "or other architectures");
+                               "or other architectures");
     }
     kiln_status s = st->ref->compile(st->ref_state, &ir.seg, &ir.ko, out, err, ecap);
     kiln__kdb_ir_free(&ir);
