@@ -79,9 +79,19 @@ $(BUILD)/obj/%.o: %.c $(wildcard runtime/*.h runtime/include/*.h runtime/backend
 CUDA_INC ?= /usr/local/cuda/include
 check-cuda-headers:
 	@CUDA_INC='$(CUDA_INC)' bash scripts/deps.sh --cuda-headers
-$(BUILD)/obj/runtime/backends/cuda%.o: CFLAGS += -I$(CUDA_INC)
+$(BUILD)/obj/runtime/backends/cuda%.o $(BUILD)/obj/runtime/backends/nvrtc.o: CFLAGS += -I$(CUDA_INC)
 $(BUILD)/obj/runtime/backends/cuda.o $(BUILD)/obj/runtime/cli/bench_gpu.o \
   $(BUILD)/obj/tests/unit/test_cuda.o $(BUILD)/obj/tests/unit/test_stream.o: CFLAGS += -I$(CUDA_INC)
+
+# The CUDA preamble every generated kernel starts with is a real CUDA file,
+# runtime/backends/cuda_preamble.cuh, embedded in cuda_codegen.o as a byte
+# array: od (coreutils, so no extra dependency) writes its bytes, sed turns
+# them into C.
+$(BUILD)/gen/cuda_preamble.inc: runtime/backends/cuda_preamble.cuh
+	@mkdir -p $(dir $@)
+	od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/runtime/backends/cuda_codegen.o: $(BUILD)/gen/cuda_preamble.inc
+$(BUILD)/obj/runtime/backends/cuda_codegen.o: CFLAGS += -I$(BUILD)/gen
 
 $(BUILD)/libkiln.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -148,7 +158,7 @@ MUTANT_PATCHES := $(sort $(wildcard conformance/mutants/*.patch))
 MUTANT_NAMES   := $(MUTANT_PATCHES:conformance/mutants/%.patch=%)
 $(BUILD)/mutants/%/stamp: conformance/mutants/%.patch conformance/mutants/entry.c \
                           scripts/build_mutant.sh $(LIB_OBJ) $(CLI_OBJ)
-	@BUILD='$(BUILD)' CC='$(CC)' CFLAGS='$(CFLAGS) -I$(CUDA_INC)' \
+	@BUILD='$(BUILD)' CC='$(CC)' CFLAGS='$(CFLAGS) -I$(CUDA_INC) -I$(BUILD)/gen' \
 	  LDFLAGS='$(LDFLAGS)' SYSLIBS='$(SYSLIBS)' STATIC_DEPS='$(STATIC_DEPS)' \
 	  LIB_SRC='$(LIB_SRC)' CLI_SRC='$(CLI_SRC)' JOBS='$(JOBS)' \
 	  bash scripts/build_mutant.sh $<
@@ -310,7 +320,11 @@ conform: all
 bench: all
 	$(BUILD)/kiln bench all
 
-# libFuzzer builds: ASan + UBSan, any UB report is fatal.
+# libFuzzer builds: ASan + UBSan, any UB report is fatal.  CORE_SRC: what
+# every runtime file needs (status and last error, allocation, hashing,
+# text buffers, names).
+CORE_SRC := runtime/status.c runtime/alloc.c runtime/hash.c runtime/strbuf.c \
+  runtime/names.c
 FUZZ_CC := clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=all -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
   -Iruntime/include -Iruntime
@@ -318,7 +332,7 @@ FUZZ_CC := clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 fuzz:
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) \
-	  tests/fuzz/fuzz_options.c runtime/status.c runtime/options.c \
+	  tests/fuzz/fuzz_options.c $(CORE_SRC) runtime/options.c \
 	  -ldl -lm -lpthread -o build/fuzz/fuzz_options
 	@mkdir -p build/fuzz/corpus
 	cp -n tests/fuzz/corpus/* build/fuzz/corpus/ 2>/dev/null || true
@@ -329,7 +343,7 @@ fuzz:
 fuzz-kf:
 	@mkdir -p build/fuzz/kf_corpus
 	$(FUZZ_CC) \
-	  tests/fuzz/fuzz_fusion_text.c runtime/status.c runtime/fusion.c runtime/fusion_text.c \
+	  tests/fuzz/fuzz_fusion_text.c $(CORE_SRC) runtime/fusion.c runtime/fusion_text.c \
 	  -ldl -lm -lpthread -o build/fuzz/fuzz_fusion_text
 	cp -n tests/fuzz/kf_corpus/* build/fuzz/kf_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_fusion_text -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/kf_corpus
@@ -338,7 +352,8 @@ fuzz-kf:
 fuzz-npy:
 	@mkdir -p build/fuzz/npy_corpus
 	$(FUZZ_CC) \
-	  tests/fuzz/fuzz_npy.c runtime/cli/npy.c runtime/status.c \
+	  tests/fuzz/fuzz_npy.c runtime/cli/npy.c runtime/cli/outfile.c runtime/cli/args.c \
+	  $(CORE_SRC) \
 	  -ldl -lm -lpthread -o build/fuzz/fuzz_npy
 	cp -n tests/fuzz/npy_corpus/* build/fuzz/npy_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_npy -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/npy_corpus
@@ -352,7 +367,7 @@ fuzz-vectors:
 	$(FUZZ_CC) \
 	  '-DCF_BUDGET_ELEMENTS=((int64_t)1 << 16)' \
 	  tests/fuzz/fuzz_vectors.c conformance/vectors.c conformance/check_numeric.c \
-	  conformance/differential.c conformance/sha256.c runtime/status.c \
+	  conformance/differential.c conformance/sha256.c $(CORE_SRC) \
 	  $(LIBDIR_SYS)/libjansson.a \
 	  -ldl -lm -lpthread -o build/fuzz/fuzz_vectors
 	cp -n tests/fuzz/vectors_corpus/* build/fuzz/vectors_corpus/ 2>/dev/null || true
@@ -363,12 +378,12 @@ fuzz-vectors:
 # generator coverage-instrumented (FUZZ_SECONDS=60; -max_len fits fusions
 # of a few hundred inputs).
 .PHONY: fuzz-codegen
-fuzz-codegen:
+fuzz-codegen: $(BUILD)/gen/cuda_preamble.inc
 	@mkdir -p build/fuzz/codegen_corpus
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
-	  tests/fuzz/fuzz_codegen.c runtime/status.c runtime/options.c runtime/fusion.c \
-	  runtime/fusion_text.c runtime/plan.c runtime/backends/cuda_codegen.c \
+	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime -I$(BUILD)/gen \
+	  tests/fuzz/fuzz_codegen.c $(CORE_SRC) runtime/options.c runtime/fusion.c \
+	  runtime/fusion_text.c runtime/plan.c runtime/ir_simplify.c runtime/backends/cuda_codegen.c runtime/backends/cuda_emit.c \
 	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_codegen
 	cp -n tests/fuzz/codegen_corpus/* build/fuzz/codegen_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_codegen -max_len=16384 -dict=tests/fuzz/kf.dict \
@@ -379,7 +394,7 @@ fuzz-kdb:
 	@mkdir -p build/fuzz/kdb_corpus
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iruntime/include -Iruntime \
-	  tests/fuzz/fuzz_kdb.c runtime/status.c runtime/kernel_db.c \
+	  tests/fuzz/fuzz_kdb.c $(CORE_SRC) runtime/kernel_db.c runtime/kernel_db_format.c \
 	  -fno-sanitize-recover=all -ldl -lm -lpthread -o build/fuzz/fuzz_kdb
 	cp -n tests/fuzz/kdb_corpus/* build/fuzz/kdb_corpus/ 2>/dev/null || true
 	build/fuzz/fuzz_kdb -max_total_time=$${FUZZ_SECONDS:-60} build/fuzz/kdb_corpus
@@ -426,7 +441,7 @@ install: all
 	install -m 644 $(BUILD)/libkiln.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libkiln.so $(DESTDIR)$(PREFIX)/lib/libkiln.so.0
 	ln -sf libkiln.so.0 $(DESTDIR)$(PREFIX)/lib/libkiln.so
-	install -m 644 runtime/include/kiln.h runtime/backend.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 runtime/include/kiln.h runtime/include/kiln_backend.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(BUILD)/kiln $(DESTDIR)$(PREFIX)/bin/
 	rm -f $(DESTDIR)$(PREFIX)/share/kiln/vectors/*.json
 	install -m 644 conformance/vectors/*.json $(DESTDIR)$(PREFIX)/share/kiln/vectors/
@@ -437,7 +452,7 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libkiln.a $(DESTDIR)$(PREFIX)/lib/libkiln.so \
 	  $(DESTDIR)$(PREFIX)/lib/libkiln.so.0 $(DESTDIR)$(PREFIX)/include/kiln.h \
-	  $(DESTDIR)$(PREFIX)/include/backend.h $(DESTDIR)$(PREFIX)/bin/kiln \
+	  $(DESTDIR)$(PREFIX)/include/kiln_backend.h $(DESTDIR)$(PREFIX)/bin/kiln \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/kiln.pc
 	rm -rf $(DESTDIR)$(PREFIX)/share/kiln
 

@@ -432,7 +432,7 @@ kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
     kiln__caches *c = &ctx->caches;
     const kiln__segir *kir = &s->ir[v->ko.contract && s->contracts ? 1 : 0];
     uint64_t h = kir->blob_hash ^ (v->hash * 0x9e3779b97f4a7c15ULL);
-    char err[1024];
+    char err[KILN_ERR_MSG_CAP];
     err[0] = '\0';
     kiln__kernel *k;
     pthread_mutex_lock(&c->kern_mu);

@@ -143,6 +143,8 @@ static int plugin_path(const char *spec, char *buf, size_t cap)
     return 1;
 }
 
+#define PLUGIN_PATH_CAP 4096 /* a longer plugin spec is an unknown backend */
+
 /* Open backend `spec` on `device`: fills be, *state and *dl (plugin
 ** handle or NULL).  On failure nothing stays open and why says why. */
 static kiln_status open_backend(const char *spec, int device, kiln_backend *be,
@@ -151,7 +153,7 @@ static kiln_status open_backend(const char *spec, int device, kiln_backend *be,
 {
     const kiln_backend *d = NULL;
     void *h = NULL;
-    char err[512], path[4096];
+    char err[KILN_ERR_MSG_CAP], path[PLUGIN_PATH_CAP];
     err[0] = '\0';
     kiln_status s;
     *dl = NULL;
@@ -231,7 +233,7 @@ static kiln_status open_backend(const char *spec, int device, kiln_backend *be,
 
 kiln_status kiln_backend_probe(const char *backend, char *why, size_t cap)
 {
-    char buf[512] = "";
+    char buf[KILN_ERR_MSG_CAP] = "";
     kiln_backend be;
     void *state = NULL, *dl = NULL;
     kiln_status s = open_backend(backend, 0, &be, &state, &dl, buf, sizeof buf);
@@ -314,7 +316,7 @@ kiln_status kiln_context_create(const kiln_context_config *cfg,
     ctx->dump = c.dump_stream != NULL ? (FILE *)c.dump_stream : stderr;
     atomic_init(&ctx->executes, 0);
 
-    char why[512] = "";
+    char why[KILN_ERR_MSG_CAP] = "";
     s = open_backend(c.backend, c.device, &ctx->be, &ctx->be_state, &ctx->dl,
                      why, sizeof why);
     if (s != KILN_OK) {
@@ -328,7 +330,7 @@ kiln_status kiln_context_create(const kiln_context_config *cfg,
     if (strcmp(ctx->name, "ref") == 0 && ctx->dl == NULL) {
         ctx->ref_state = ctx->be_state;
     } else if (ctx->ref != NULL) {
-        char e2[256];
+        char e2[KILN_ERR_MSG_CAP];
         if (ctx->ref->open(0, &ctx->ref_state, e2, sizeof e2) == KILN_OK)
             ctx->ref_owned = 1;
         else

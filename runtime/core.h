@@ -92,10 +92,8 @@ struct kiln__plan {
     kiln__plan *lru_prev, *lru_next, *chain;
 };
 
-/* Build a plan for `f` under plan-level options `o`, the concrete node
-** shapes of this call and the signature (one flag byte per input and per
-** output, so any number of them; index64).  On failure *out is untouched
-** and the error is recorded (KILN_ERR_FALLBACK_DISABLED, NO_MEMORY). */
+/* The input signature of a call as the planner sees it: one flag byte per
+** input and per output (so any number of them), and index64. */
 #define KILN__SIG_CONTIG 1u   /* input: dense row-major */
 #define KILN__SIG_ALIGN16 2u  /* input or output: 16-byte aligned data */
 typedef struct kiln__sig {
@@ -105,11 +103,15 @@ typedef struct kiln__sig {
 } kiln__sig;
 
 /* Segment limits (docs/runtime.md, "Segment limits"): a segment has at
-** most KILN_SEGMENT_MAX_VIEWS(rank of its domain) views (backend.h), and
+** most KILN_SEGMENT_MAX_VIEWS(rank of its domain) views (kiln_backend.h), and
 ** every value it computes has at most KILN__PLAN_MAX_CONE operations in its
 ** cone inside the segment; the planner splits what would pass either. */
 #define KILN__PLAN_MAX_CONE 256
 
+/* Build a plan for `f` under plan-level options `o`, the concrete node
+** shapes of this call and the signature `sig`.  On failure *out is
+** untouched and the error is recorded (KILN_ERR_FALLBACK_DISABLED,
+** NO_MEMORY). */
 kiln_status kiln__plan_build(const kiln_fusion *f,
                              const struct kiln_options *o,
                              const int64_t (*shapes)[KILN_MAX_RANK],
@@ -212,15 +214,15 @@ void kiln__plan_release(kiln__plan *p);
 kiln_status kiln__variant_get(kiln_context *ctx, const struct kiln_options *o,
                               const kiln__variant **out);
 
+/* The segment IR handed to the backend for `s` under variant `v`. */
+void kiln__pseg_ir(const kiln__pseg *s, const kiln__variant *v,
+                   kiln_ir_segment *seg);
 /* Resolve the kernel of segment s for variant v: from the cache, or by
 ** compiling it once (single-flight).  nocache: compile a private kernel
 ** (disable=nvrtc_caching).  use_db: a kernel the cache lacks is looked up
 ** in the kernel database first, and stored there once compiled
 ** (enable=kernel_db; kernel_db_cache.c).  On success *out holds one
 ** reference and *hit says whether it came from the cache. */
-/* The segment IR handed to the backend for `s` under variant `v`. */
-void kiln__pseg_ir(const kiln__pseg *s, const kiln__variant *v,
-                   kiln_ir_segment *seg);
 kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
                              const kiln__variant *v, int nocache, int use_db,
                              kiln__kernel **out, int *hit);
@@ -236,6 +238,8 @@ kiln_status kiln__kdb_obtain(kiln_context *ctx, const kiln__pseg *s,
 kiln_status kiln__compile_into(kiln_context *ctx, const kiln__pseg *s,
                                const kiln__variant *v, kiln__kernel *k,
                                char *err, size_t cap);
+/* Drop one reference to k; the last one releases the backend's kernel and
+** frees k. */
 void kiln__kernel_release(kiln__kernel *k);
 
 /* Masks of the options of each level (from KILN_OPTION_TABLE). */

@@ -25,7 +25,6 @@
 #include <string.h>
 
 #include "core.h"
-#include "backends/cuda_codegen.h"
 
 #define SMALL_NODES 32
 #define SMALL_VIEWS 16
@@ -338,24 +337,44 @@ static void dump_view(FILE *o, const char *what, uint32_t k,
     fprintf(o, "]\n");
 }
 
-/* KILN_DUMP=cuda_kernel: print the CUDA source of every kernel this call
-** compiled (cache misses) on a CUDA-generating backend.  The source is
-** regenerated from the same segment IR the backend compiled, so it is what
-** the backend compiled. */
+/* The backend's source for seg under ko (kernel_source, an optional ABI
+** function; kiln__malloc'd), or NULL when it gives none. */
+static char *kernel_source(kiln_context *ctx, const kiln_ir_segment *seg,
+                           const kiln_kernel_options *ko)
+{
+    char err[KILN_ERR_MSG_CAP]; /* unread: a dump has no error to report */
+    size_t size = 0;
+    if (ctx->be.kernel_source(ctx->be_state, seg, ko, NULL, 0, &size, err,
+                              sizeof err) != KILN_ERR_LIMIT || size == 0)
+        return NULL;
+    char *src = kiln__malloc(size);
+    if (src != NULL &&
+        (ctx->be.kernel_source(ctx->be_state, seg, ko, src, size, &size, err,
+                               sizeof err) != KILN_OK ||
+         !kiln__be_terminated(src, size))) {
+        kiln__free(src);
+        src = NULL;
+    }
+    return src;
+}
+
+/* KILN_DUMP=cuda_kernel: print the source of every kernel this call
+** compiled (cache misses) on a backend that provides kernel_source (both
+** CUDA backends do).  The backend generates it from the same segment IR
+** it compiled, so it is what the backend compiled. */
 static void dump_cuda_kernels(kiln_context *ctx, const kiln__plan *p,
                               const kiln__variant *var, const call *c,
                               FILE *dump)
 {
-    if (strcmp(ctx->name, "cuda") != 0 && strcmp(ctx->name, "nvrtc") != 0)
+    if (ctx->be.kernel_source == NULL)
         return;
     for (uint32_t i = 0; i < p->n_segs; i++) {
         if (c->hit[i] || c->kern[i]->reference)
             continue;
         kiln_ir_segment seg;
         kiln__pseg_ir(&p->segs[i], var, &seg);
-        char *src = NULL;
-        kiln_cuda_kinfo info;
-        if (kiln__cuda_codegen(&seg, &var->ko, &src, &info) != KILN_OK)
+        char *src = kernel_source(ctx, &seg, &var->ko);
+        if (src == NULL)
             continue; /* the backend compiled it, so this cannot fail */
         flockfile(dump);
         fprintf(dump, "kiln: cuda_kernel: segment %u (%s) kernel %016llx\n%s\n",
@@ -392,7 +411,7 @@ static void warn_spills(const kiln__plan *p, const call *c, uint64_t limit,
 ** work issued on it (stream NULL below: the backend's default stream). */
 static kiln_status sync_stream(kiln_context *ctx, void *stream, const char *when)
 {
-    char err[512];
+    char err[KILN_ERR_MSG_CAP];
     err[0] = '\0';
     kiln_status s = ctx->be.stream_sync(ctx->be_state, stream, err, sizeof err);
     if (s != KILN_OK)
@@ -414,7 +433,7 @@ static kiln_status stage_view(kiln_context *ctx, kiln_ir_tensor *t,
     *host = kiln__malloc(*bytes ? *bytes : 1);
     if (*host == NULL)
         return kiln__err(KILN_ERR_NO_MEMORY, "execute: out of memory");
-    char err[256];
+    char err[KILN_ERR_MSG_CAP];
     err[0] = '\0';
     if (*bytes > 0) {
         kiln_status s = ctx->be.mem_copy(ctx->be_state, *host, t->data, *bytes,
@@ -440,7 +459,7 @@ static kiln_status run_on_ref(kiln_context *ctx, void *ref_handle,
     size_t *bytes = NULL;
     void **orig = NULL;
     kiln_status s = KILN_OK;
-    char err[1024];
+    char err[KILN_ERR_MSG_CAP];
     err[0] = '\0';
     /* the copies run on the backend's default stream: the caller's stream
     ** must have produced the inputs first */
@@ -509,7 +528,7 @@ static kiln_status ref_once(kiln_context *ctx, const kiln__pseg *s,
     kiln__pseg_ir(s, v, &seg);
     kiln_kernel_out ko;
     memset(&ko, 0, sizeof ko);
-    char err[1024];
+    char err[KILN_ERR_MSG_CAP];
     err[0] = '\0';
     kiln_status st = ctx->ref->compile(ctx->ref_state, &seg, &v->ko, &ko, err,
                                        sizeof err);
@@ -824,7 +843,7 @@ static void call_free(call *c, int failed, size_t n_outputs)
     /* a failed call may have queued work on the caller's stream that
     ** writes the memory freed below: let it finish (best effort) */
     if (failed && c->stream != NULL && c->plan != NULL) {
-        char err[256]; /* not kiln__err: the call's own error stays */
+        char err[KILN_ERR_MSG_CAP]; /* not kiln__err: the call's own error stays */
         (void)ctx->be.stream_sync(ctx->be_state, c->stream, err, sizeof err);
     }
     if (c->kern != NULL) {
@@ -1112,7 +1131,7 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
             total += (b + 63) & ~(int64_t)63;
         }
         if (ctx->be.memory == KILN_MEM_DEVICE) {
-            char err[256];
+            char err[KILN_ERR_MSG_CAP];
     err[0] = '\0';
             st = ctx->be.mem_alloc(ctx->be_state, (size_t)(total ? total : 64),
                                    &c.inter_raw, err, sizeof err);
@@ -1204,7 +1223,7 @@ kiln_status kiln_execute(kiln_context *ctx, const kiln_fusion *f,
         if (k->reference) {
             st = run_on_ref(ctx, k->out.handle, &L, in, out);
         } else {
-            char err[1024];
+            char err[KILN_ERR_MSG_CAP];
     err[0] = '\0';
             st = ctx->be.launch(ctx->be_state, k->out.handle, &L, err, sizeof err);
             kiln__be_str(err, sizeof err);

@@ -3,7 +3,7 @@
 ** structural hash and equality, and the concrete shape computation used at
 ** execute (docs/fusion-format.md states the rules; docs/runtime.md the API).
 **
-** A fusion is an append-only array of kiln_ir_node (backend.h) in
+** A fusion is an append-only array of kiln_ir_node (kiln_backend.h) in
 ** topological order: a node's value id is its index, and its operands are
 ** always earlier nodes.  Each value has a dtype, a rank and a broadcast mask
 ** (`bcast`: bit i set = axis i is declared to have size 1 and expands

@@ -16,10 +16,16 @@
 #include <stddef.h>
 
 #include "kiln.h"
-#include "backend.h"
+#include "kiln_backend.h"
 #include "ckd.h"
 
 /* ----------------------------------------------------------------- errors */
+
+/* Bytes of the thread's last-error message (kiln_last_error()), NUL
+** included: a longer message is cut there.  A buffer that carries a
+** message on its way to kiln__err (a backend's err, say) needs no more,
+** and must have no less, or the message is cut twice. */
+#define KILN_ERR_MSG_CAP 2048
 
 /* Record a failure on this thread and return `s` (so callers can write
 ** `return kiln__err(KILN_ERR_SHAPE, "...", ...)`). */
@@ -60,10 +66,10 @@ long kiln__fault_after(long n);
 ** caller rejects them with KILN_ERR_ABI).  Every read of such a buffer
 ** goes through one of the two. */
 char *kiln__be_str(char *buf, size_t cap);
+int kiln__be_terminated(const char *buf, size_t cap);
 
 /* "[2, 3]": a shape for messages, cut to cap bytes. */
 void kiln__shape_text(int rank, const int64_t *sizes, char *buf, size_t cap);
-int kiln__be_terminated(const char *buf, size_t cap);
 
 uint64_t kiln__fnv1a(const void *data, size_t n, uint64_t seed);
 #define KILN_FNV_SEED 0xcbf29ce484222325ULL
@@ -149,8 +155,26 @@ enum kiln__opt_id {
         KOPT_COUNT
 };
 
-/* The codegen simplification passes (vocabulary of expr_simplify), sorted
-** bytewise; NULL-terminated.  Bit i of simplify masks = word i. */
+/* The simplification passes of the code generators (ir_simplify.h), the
+** vocabulary of disable=expr_simplify: X(ID, name), sorted bytewise by name.
+** The one list: options.c expands it into the vocabulary, the passes into
+** their bit numbers.  Bit KILN_SP_ID of a simplify mask = pass ID = word
+** KILN_SP_ID of the vocabulary. */
+#define KILN_SIMPLIFY_PASS_TABLE(X)                                            \
+    X(CSE, "cse")                                                              \
+    X(FOLD, "fold")                                                            \
+    X(IDENTITY, "identity")                                                    \
+    X(INDEX, "index")                                                          \
+    X(STRENGTH, "strength")
+
+enum kiln__simplify_pass {
+#define KILN_X_(id, name) KILN_SP_##id,
+    KILN_SIMPLIFY_PASS_TABLE(KILN_X_)
+#undef KILN_X_
+        KILN_SP_COUNT
+};
+
+/* The pass names of KILN_SIMPLIFY_PASS_TABLE in order, NULL-terminated. */
 extern const char *const kiln__simplify_passes[];
 
 /* The effective option set: a plain value, copied per call. */
@@ -179,7 +203,7 @@ void kiln__options_canonical_buf(const struct kiln_options *o,
 
 /* ----------------------------------------------------------------- fusion */
 
-/* A fusion is an array of IR nodes in topological order (backend.h's
+/* A fusion is an array of IR nodes in topological order (kiln_backend.h's
 ** kiln_ir_node, with rank/bcast describing each value's declared shape),
 ** plus the lists of input and output node ids.  Invariant once finalized:
 ** nodes[i].args[j] < i, every input appears once in `inputs` in
@@ -254,7 +278,7 @@ kiln_status kiln__tensor_describe(kiln_tensor *t, kiln_dtype dtype, int rank,
 /* Built-in backends. */
 const kiln_backend *kiln__backend_ref(void);
 const kiln_backend *kiln__backend_cuda(void);
-/* Compile-only CUDA backend for CI (backends/cuda.c): NVRTC-compiles every
+/* Compile-only CUDA backend for CI (backends/nvrtc.c): NVRTC-compiles every
 ** kernel, then runs it on the ref backend. */
 const kiln_backend *kiln__backend_nvrtc(void);
 

@@ -186,6 +186,10 @@ int kiln__kdb_remove_if(kiln__kdb *db, const char *name,
                         const struct stat *seen);
 
 /* ------------------------------------------------------- pure helpers */
+/* (kernel_db_format.c: no file is touched) */
+
+/* A bijection of 64-bit words (the hash's mix; also seeds private names). */
+uint64_t kiln__kdb_mix64(uint64_t x);
 
 /* A 128-bit hash (two 64-bit lanes): each 8-byte word goes through a
 ** bijective mix, so changing any one word of the input always changes the

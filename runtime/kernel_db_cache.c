@@ -82,7 +82,7 @@ static const char *versions_of(kiln_context *ctx, char *buf, size_t cap)
 static uint8_t *serialize(kiln_context *ctx, kiln__kernel *k, size_t *n)
 {
     size_t cap = 64 * 1024, size = 0;
-    char err[512];
+    char err[KILN_ERR_MSG_CAP];
     for (int round = 0; round < 2; round++) {
         uint8_t *buf = kiln__malloc(cap);
         if (buf == NULL)
@@ -138,7 +138,7 @@ kiln_status kiln__kdb_obtain(kiln_context *ctx, const kiln__pseg *s,
         size_t n = 0;
         r = kiln__kdb_load(ctx->kdb, key.data, key.len, &payload, &n);
         if (r == KILN__KDB_HIT) {
-            char e2[512] = "";
+            char e2[KILN_ERR_MSG_CAP] = "";
             memset(&k->out, 0, sizeof k->out);
             kiln_status st = ctx->be.deserialize(ctx->be_state, payload, n,
                                                  &k->out, e2, sizeof e2);

@@ -6,7 +6,7 @@
 ** allocation, no dependence on the floating-point environment beyond the
 ** IEEE 754 default (round to nearest even, no flush to zero).
 **
-** The cast rules (coord.md "IR / numerics decisions"; docs/runtime.md):
+** The cast rules (docs/fusion-format.md, "4. Cast semantics"):
 **   - float -> narrower float, int -> float: round to nearest, ties to even,
 **     correctly rounded from the exact source value (one rounding: f64 ->
 **     f16/bf16 and i64 -> f16/bf16/f32/f64 never go through f32).  Overflow

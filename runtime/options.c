@@ -30,8 +30,11 @@
 
 #include "internal.h"
 
-const char *const kiln__simplify_passes[] = {"cse",   "fold",     "identity",
-                                             "index", "strength", NULL};
+const char *const kiln__simplify_passes[] = {
+#define KILN_X_(id, name) name,
+    KILN_SIMPLIFY_PASS_TABLE(KILN_X_)
+#undef KILN_X_
+        NULL};
 
 static const kiln_option_desc catalogue[KOPT_COUNT] = {
 #define KILN_X_(id, nm, st, ar, lv, vo, de, im, ds)                            \

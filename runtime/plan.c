@@ -1,6 +1,6 @@
 /*
 ** plan.c -- the planner: turns a finalized fusion, an input signature and
-** the plan-level options into segments in the form runtime/backend.h
+** the plan-level options into segments in the form runtime/include/kiln_backend.h
 ** specifies (docs/runtime.md, "Segmentation").
 **
 ** The rules, deliberately simple:

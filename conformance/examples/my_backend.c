@@ -1,6 +1,6 @@
 /*
 ** my_backend.c -- an example third-party Kiln backend, built outside the
-** Kiln tree against the *installed* headers (kiln.h, backend.h) and
+** Kiln tree against the *installed* headers (kiln.h, kiln_backend.h) and
 ** validated with `kiln conform --backend ./my_backend.so`
 ** (conformance/examples/README.md; the ABI is in docs/backends.md).
 **
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <backend.h>
+#include <kiln_backend.h>
 
 typedef struct kernel {
     uint32_t n_nodes, n_outputs;

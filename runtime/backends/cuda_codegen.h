@@ -1,7 +1,7 @@
 /*
-** cuda_codegen.h -- segment IR (backend.h) -> CUDA C++ source for NVRTC,
-** and the kernel-level option -> NVRTC flag mapping (docs/backends.md,
-** "CUDA backend").
+** cuda_codegen.h -- segment IR (kiln_backend.h) -> CUDA C++ source for NVRTC
+** (docs/backends.md, "CUDA backend"); the flags it is compiled with come
+** from cuda_flags.h.
 **
 ** The generated source is self-contained (no #include: f16/bf16 are raw
 ** 16-bit patterns converted with PTX cvt or exact bit arithmetic), so it
@@ -51,7 +51,7 @@ enum {
      KILN_CUDA_TAIL_WORDS)
 /* The parameter block is at most 4096 bytes (the kernel-parameter limit
 ** every CUDA version and architecture accepts), so a kernel over a domain
-** of rank r takes at most KILN_SEGMENT_MAX_VIEWS(r) views (backend.h):
+** of rank r takes at most KILN_SEGMENT_MAX_VIEWS(r) views (kiln_backend.h):
 ** the planner never makes a larger segment, and codegen rejects one
 ** (KILN_ERR_UNSUPPORTED).  KILN_CUDA_MAX_VIEWS is the largest of these
 ** (rank <= 1), the size of the per-view arrays. */
@@ -109,40 +109,5 @@ static inline unsigned kiln__cuda_out_flags(const kiln_cuda_kinfo *in, uint32_t 
 kiln_status kiln__cuda_codegen(const kiln_ir_segment *seg,
                                const kiln_kernel_options *ko, char **source,
                                kiln_cuda_kinfo *info);
-
-/* The NVRTC options for `ko` targeting `arch` ("sm_90"; the PTX form
-** "compute_90" is used instead when ko->sass is 0).  Writes up to 16
-** pointers into argv (pointing into store, cap bytes) and their count into
-** *argc.  Mapping: always --std=c++17 -default-device -arch=...;
-** fast_math -> --use_fast_math; contract=0 -> --fmad=false (after
-** --use_fast_math, so it wins); lineinfo -> -lineinfo (dropped under -G,
-** which implies it); debug -> -G.  Returns KILN_ERR_LIMIT if store is too
-** small, KILN_ERR_INVALID_ARGUMENT for a malformed arch. */
-kiln_status kiln__cuda_flags(const kiln_kernel_options *ko, const char *arch,
-                             const char **argv, int *argc, char *store,
-                             size_t cap);
-
-/* The same flags joined by spaces (for identity and the info record). */
-kiln_status kiln__cuda_flags_text(const kiln_kernel_options *ko,
-                                  const char *arch, char *buf, size_t cap);
-
-/* 1 when NVRTC version major.minor has its own compile cache (12.9 and
-** later), which Kiln switches off with --no-cache on every compile: NVRTC
-** 13.0.88 on the H200 machine served a kernel built under --use_fast_math
-** for a compile of the same source without it (docs/backends.md, "NVRTC's
-** compile cache").  Kiln's caches key on every option instead. */
-int kiln__cuda_nvrtc_caches(int major, int minor);
-
-/* 1 when an NVRTC log holds only diagnostics that do not make the build
-** fail: blank lines, and under -G (debug != 0) NVRTC's note that debug
-** information of a large function may be inexact ("Function too large,
-** generated debug information may not be accurate."), which says nothing
-** about the code.  Any other text is a warning, and a warning fails the
-** compile. */
-int kiln__cuda_log_benign(const char *log, int debug);
-
-/* Comma-separated names of the simplification passes switched off by
-** ko->simplify_off ("" when none, "all" when every pass is off). */
-void kiln__cuda_simplify_text(uint64_t off, char *buf, size_t cap);
 
 #endif /* KILN_CUDA_CODEGEN_H */

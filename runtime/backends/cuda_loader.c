@@ -62,11 +62,19 @@ static long long soname_version(const char *path, const char *stem)
     return v;
 }
 
+/* The library search (find_newest): bytes of a directory pattern or a list
+** of directories (longer ones are cut: the search then misses them), how many
+** directories it visits, of which at most LD_DIRS from LD_LIBRARY_PATH. */
+#define PATH_CAP 1024
+#define PATH_LIST_CAP 4096
+#define SEARCH_DIRS 64
+#define LD_DIRS 40
+
 /* Newest file matching DIR/libNAME.so.* over the search directories; the
 ** result goes into best (cap bytes), "" when none. */
 static void find_newest(const char *name, char *best, size_t cap)
 {
-    char stem[64];
+    char stem[sizeof "libcublas.so."]; /* the longest name Kiln loads */
     kiln__cuda_fmt(stem, sizeof stem, "lib%s.so.", name);
     const char *fixed[] = {
         "/usr/local/cuda/lib64", "/usr/local/cuda/lib",
@@ -76,30 +84,30 @@ static void find_newest(const char *name, char *best, size_t cap)
         NULL};
     long long best_v = -1;
     best[0] = '\0';
-    char dirs[4096] = "";
+    char dirs[PATH_LIST_CAP] = "";
     const char *ld = getenv("LD_LIBRARY_PATH");
     if (ld != NULL)
         kiln__cuda_fmt(dirs, sizeof dirs, "%s", ld);
     const char *home = getenv("CUDA_HOME");
-    char homedir[600] = "";
+    char homedir[PATH_CAP] = "";
     if (home != NULL && home[0] != '\0')
         kiln__cuda_fmt(homedir, sizeof homedir, "%s/lib64", home);
     /* Search order: LD_LIBRARY_PATH entries, $CUDA_HOME/lib64, the fixed
     ** list; the newest version wins wherever it is. */
-    const char *list[64];
+    const char *list[SEARCH_DIRS];
     size_t n = 0;
     char *save = NULL;
-    for (char *tok = strtok_r(dirs, ":", &save); tok != NULL && n < 40;
+    for (char *tok = strtok_r(dirs, ":", &save); tok != NULL && n < LD_DIRS;
          tok = strtok_r(NULL, ":", &save))
         list[n++] = tok;
     if (homedir[0] != '\0')
         list[n++] = homedir;
-    for (int i = 0; fixed[i] != NULL && n < 64; i++)
+    for (int i = 0; fixed[i] != NULL && n < SEARCH_DIRS; i++)
         list[n++] = fixed[i];
     for (size_t d = 0; d < n; d++) {
         if (list[d][0] == '\0')
             continue;
-        char pattern[800];
+        char pattern[PATH_CAP];
         kiln__cuda_fmt(pattern, sizeof pattern, "%s/%s*", list[d], stem);
         glob_t g;
         if (glob(pattern, 0, NULL, &g) != 0)
@@ -133,7 +141,7 @@ static void *open_lib(const char *name, const char *env, const char *const *sona
         }
         return h;
     }
-    char best[512];
+    char best[sizeof ((kiln_cuda_api *)0)->nvrtc_path]; /* where it is kept */
     find_newest(name, best, sizeof best);
     size_t used = 0;
     if (best[0] != '\0') {
@@ -174,7 +182,7 @@ kiln_status kiln__cuda_load(kiln_cuda_api *api, unsigned what, char *err,
 {
     kiln_cuda_api a;
     memset(&a, 0, sizeof a);
-    char why[1024];
+    char why[KILN_CUDA_MSG_CAP];
     if (what & KILN_CUDA_LOAD_DRIVER) {
         const char *over = getenv("KILN_LIBCUDA_PATH");
         const char *path = (over && over[0]) ? over : "libcuda.so.1";
@@ -278,7 +286,7 @@ kiln_status kiln__cu_check(const kiln_cuda_api *api, CUresult r,
         str = "no description";
     kiln_status s = r == CUDA_ERROR_OUT_OF_MEMORY ? KILN_ERR_NO_MEMORY
                                                   : KILN_ERR_CUDA;
-    char msg[1024];
+    char msg[KILN_CUDA_MSG_CAP];
     kiln__cuda_fmt(msg, sizeof msg, "cuda: %s failed: %s (%s) [code %d]", call, name,
              str, (int)r);
     if (err != NULL && cap > 0)
@@ -296,7 +304,7 @@ kiln_status kiln__nvrtc_check(const kiln_cuda_api *api, nvrtcResult r,
         str = api->p_nvrtcGetErrorString(r);
     if (str == NULL)
         str = "unknown nvrtcResult";
-    char msg[1024];
+    char msg[KILN_CUDA_MSG_CAP];
     kiln__cuda_fmt(msg, sizeof msg, "nvrtc: %s failed: %s [code %d]", call, str,
              (int)r);
     if (err != NULL && cap > 0)
@@ -316,7 +324,7 @@ kiln_status kiln__cublas_check(const kiln_cuda_api *api, cublasStatus_t r,
         name = "unknown cublasStatus_t";
     kiln_status s = r == CUBLAS_STATUS_ALLOC_FAILED ? KILN_ERR_NO_MEMORY
                                                     : KILN_ERR_BACKEND;
-    char msg[1024];
+    char msg[KILN_CUDA_MSG_CAP];
     kiln__cuda_fmt(msg, sizeof msg, "cublas: %s failed: %s [code %d]", call, name,
              (int)r);
     if (err != NULL && cap > 0)

@@ -87,6 +87,13 @@
     X(cublasGemmEx)
 
 /* Which libraries kiln__cuda_load must open. */
+/* Bytes of one message about a library or a call (why a load failed, a
+** checked call's failure), and of an architecture name ("sm_90"). */
+#define KILN_CUDA_MSG_CAP 1024
+#define KILN_CUDA_ARCH_CAP 16
+/* Bytes of the driver's JIT error log kept for a failed module load. */
+#define KILN_CUDA_JIT_LOG_CAP 2048
+
 #define KILN_CUDA_LOAD_DRIVER 1u
 #define KILN_CUDA_LOAD_NVRTC 2u
 #define KILN_CUDA_LOAD_CUBLAS 4u /* optional: failure only recorded */

@@ -1,6 +1,6 @@
 /*
 ** ref.c -- the `ref` backend: the CPU reference interpreter and the oracle
-** of the conformance suite (docs/backends.md, backend.h for the segment IR).
+** of the conformance suite (docs/backends.md, kiln_backend.h for the segment IR).
 **
 ** compile() turns a segment into an immutable plan of whole-array steps;
 ** launch() runs it over blocks of up to BLK elements, one tight typed loop
@@ -10,7 +10,7 @@
 **     size 1 (`mask`), reached after `depth` reductions.  INPUT and CONST
 **     nodes are leaves: they are loaded (gathered through their strided
 **     view, stride 0 on size-1 axes) into whichever domain reads them, so
-**     an input read after a REDUCE must be in keepdim form (backend.h).  A
+**     an input read after a REDUCE must be in keepdim form (kiln_backend.h).  A
 **     pointwise node takes the largest domain of its non-leaf operands:
 **     after a REDUCE it is in the reduced domain, unless it also reads a
 **     computed value of D (then the reduced value broadcasts back over D,
@@ -25,7 +25,7 @@
 **     read by another group is materialised too.  Materialised values are
 **     read back with the same strided gather as inputs.
 **
-** Numerics (the contract of coord.md "IR / numerics decisions"):
+** Numerics (the contract of docs/numerics.md):
 **   - add/sub/mul/div/sqrt/reciprocal/fma, casts, neg/abs, min/max,
 **     comparisons, where, floor/ceil, relu are correctly rounded / exact:
 **     computed in the dtype itself (the build uses -ffp-contract=off, so a

@@ -17,9 +17,19 @@
 **   matmul     4096^3 bf16 -> f32 on the cublas, generated and fused paths
 **              (TFLOP/s; the paths are read back from the info record)
 ** Fusions are built through the public API (.kf text), tensors with
-** kiln_tensor_create(..., KILN_MEM_DEVICE, ...).  The driver calls of the
-** bench itself (events, the copy ceiling, the bare launch) go through the
-** same dlopen table as the backend (backends/cuda_loader.h).
+** kiln_tensor_create(..., KILN_MEM_DEVICE, ...): every figure of Kiln's own
+** path is kiln_execute, which reaches the cuda backend through its ABI.
+** The driver calls of the bench itself (events, the copy ceiling, the bare
+** launch) go through the same dlopen table as the backend
+** (backends/cuda_loader.h).
+**
+** The overhead baseline stays outside Kiln on purpose: it is what a launch
+** costs with no runtime at all, so it cannot go through the runtime.  It
+** launches the very kernel Kiln launches: the source and flags come from
+** the cuda backend's descriptor (compile() and kernel_source(), bare_kernel
+** below), this file compiles them with NVRTC and packs the parameter block
+** by hand, which is why it includes cuda_codegen.h for the block's word
+** layout (KILN_CUDA_ARG_WORDS, KILN_CUDA_T_*) and nothing else of it.
 ** Without a usable GPU it prints the reason and exits 1.
 */
 #include <stdio.h>
@@ -27,10 +37,16 @@
 #include <string.h>
 #include <time.h>
 
-#include "backends/cuda_codegen.h"
+#include "backends/cuda_codegen.h" /* the KArgs word layout only */
+#include "backends/cuda_flags.h"  /* KILN_CUDA_MAX_FLAGS */
 #include "backends/cuda_loader.h"
 #include "cli/cli.h"
 #include "internal.h"
+
+#define NUM_TEXT 32     /* a ratio or target in the table */
+#define NOTE_TEXT 160   /* a row's note */
+#define DEVICE_NAME 128 /* cuDeviceGetName */
+#define HIT_RUNS 21     /* cache-hit executes timed by the compile bench */
 
 typedef struct bench {
     kiln_cuda_api api;
@@ -84,7 +100,7 @@ static void row(bench *b, const char *name, double value, const char *unit,
         if (!pass)
             b->misses++;
     }
-    char rs[32] = "", ts[32] = "";
+    char rs[NUM_TEXT] = "", ts[NUM_TEXT] = "";
     if (ratio >= 0)
         snprintf(rs, sizeof rs, "%.3f", ratio);
     if (target > 0)
@@ -260,7 +276,7 @@ static int bench_bw(bench *b, const char *name, const char *kf, int nin,
     if (ms <= 0)
         goto done;
     double gbs = bytes / (ms * 1e-3) / 1e9;
-    char note[96];
+    char note[NOTE_TEXT];
     snprintf(note, sizeof note, "%.3f ms", ms);
     row(b, name, gbs, "GB/s", b->ceiling_gbs > 0 ? gbs / b->ceiling_gbs : -1, target, 1, note);
     rc = 0;
@@ -302,6 +318,60 @@ static int bench_bandwidth(bench *b)
     return 0;
 }
 
+/* The cubin of the cuda backend's kernel for seg under ko, built the way
+** the backend builds it but outside Kiln, for the bare-launch baseline
+** (malloc'd; NULL after a message).  The backend is reached through its ABI
+** descriptor only: compile() reports the NVRTC flags it used and
+** kernel_source() the source it compiled; this NVRTC call then repeats
+** that compile. */
+static char *bare_kernel(bench *b, const kiln_ir_segment *seg, const kiln_kernel_options *ko)
+{
+    const kiln_backend *be = kiln__backend_cuda();
+    void *st = NULL;
+    char err[KILN_ERR_MSG_CAP] = "";
+    kiln_kernel_out out;
+    memset(&out, 0, sizeof out);
+    char *src = NULL, *cubin = NULL;
+    size_t size = 0;
+    if (be->open(b->device, &st, err, sizeof err) != KILN_OK ||
+        be->compile(st, seg, ko, &out, err, sizeof err) != KILN_OK ||
+        be->kernel_source(st, seg, ko, NULL, 0, &size, err, sizeof err) != KILN_ERR_LIMIT ||
+        (src = malloc(size)) == NULL ||
+        be->kernel_source(st, seg, ko, src, size, &size, err, sizeof err) != KILN_OK) {
+        fprintf(stderr, "kiln bench gpu: the bare kernel: %s\n",
+                err[0] ? err : kiln_last_error());
+        goto done;
+    }
+    /* compile() reports its flags joined by spaces; none contains one */
+    const char *argv[KILN_CUDA_MAX_FLAGS];
+    int argc = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(out.flags, " ", &save); t != NULL && argc < KILN_CUDA_MAX_FLAGS;
+         t = strtok_r(NULL, " ", &save))
+        argv[argc++] = t;
+    nvrtcProgram prog;
+    size_t cn = 0;
+    if (b->api.p_nvrtcCreateProgram(&prog, src, "bench.cu", 0, NULL, NULL) != NVRTC_SUCCESS)
+        goto nvrtc_failed;
+    if (b->api.p_nvrtcCompileProgram(prog, argc, argv) != NVRTC_SUCCESS ||
+        b->api.p_nvrtcGetCUBINSize(prog, &cn) != NVRTC_SUCCESS ||
+        (cubin = malloc(cn)) == NULL || b->api.p_nvrtcGetCUBIN(prog, cubin) != NVRTC_SUCCESS) {
+        free(cubin);
+        cubin = NULL;
+    }
+    b->api.p_nvrtcDestroyProgram(&prog);
+nvrtc_failed:
+    if (cubin == NULL)
+        fprintf(stderr, "kiln bench gpu: NVRTC failed for the bare kernel\n");
+done:
+    if (out.handle != NULL)
+        be->release(st, out.handle);
+    if (st != NULL)
+        be->close(st);
+    free(src);
+    return cubin;
+}
+
 /* Host overhead: kiln_execute cache hits vs cuLaunchKernel of the same
 ** generated kernel (neg over 1024 f32), both without synchronisation. */
 static int bench_overhead(bench *b)
@@ -314,7 +384,8 @@ static int bench_overhead(bench *b)
     kiln_tensor *in = dev_tensor(b, KILN_F32, 1, &n, 1), *out = dev_tensor(b, KILN_F32, 1, &n, 0);
     if (in == NULL || out == NULL)
         return -1;
-    /* the same kernel, built here: IR of neg over [n], same traits/options */
+    /* the same kernel: IR of neg over [n], same traits/options, its source
+    ** and flags from the cuda backend through the ABI (bare_kernel) */
     kiln_ir_node nodes[2];
     memset(nodes, 0, sizeof nodes);
     nodes[0].op = KILN_OP_INPUT; nodes[0].dtype = KILN_F32; nodes[0].rank = 1;
@@ -325,35 +396,9 @@ static int bench_overhead(bench *b)
     uint32_t tr[1] = {KILN_TRAIT_CONTIG | KILN_TRAIT_ALIGN16};
     kiln_ir_segment seg = {sizeof seg, KILN_SEGK_POINTWISE, nodes, 2, 1, outs, 1, tr, tr, 0};
     kiln_kernel_options ko = {sizeof ko, 0, 0, 0, 1, 1, 0, ""};
-    char *src = NULL;
-    kiln_cuda_kinfo info;
-    if (kiln__cuda_codegen(&seg, &ko, &src, &info) != KILN_OK) {
-        fprintf(stderr, "kiln bench gpu: codegen: %s\n", kiln_last_error());
+    char *cubin = bare_kernel(b, &seg, &ko);
+    if (cubin == NULL)
         return -1;
-    }
-    int cc[2] = {0, 0};
-    CK(b, cuDeviceGetAttribute, (&cc[0], CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, b->dev));
-    CK(b, cuDeviceGetAttribute, (&cc[1], CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, b->dev));
-    char arch[16];
-    snprintf(arch, sizeof arch, "sm_%d%d", cc[0], cc[1]);
-    const char *argv[16];
-    int argc = 0;
-    char store[256];
-    kiln__cuda_flags(&ko, arch, argv, &argc, store, sizeof store);
-    if (kiln__cuda_nvrtc_caches(b->api.nvrtc_major, b->api.nvrtc_minor))
-        argv[argc++] = "--no-cache"; /* as the backend compiles */
-    nvrtcProgram prog;
-    size_t cn = 0;
-    char *cubin = NULL;
-    if (b->api.p_nvrtcCreateProgram(&prog, src, "bench.cu", 0, NULL, NULL) != NVRTC_SUCCESS ||
-        b->api.p_nvrtcCompileProgram(prog, argc, argv) != NVRTC_SUCCESS ||
-        b->api.p_nvrtcGetCUBINSize(prog, &cn) != NVRTC_SUCCESS ||
-        (cubin = malloc(cn)) == NULL || b->api.p_nvrtcGetCUBIN(prog, cubin) != NVRTC_SUCCESS) {
-        fprintf(stderr, "kiln bench gpu: NVRTC failed for the bare kernel\n");
-        return -1;
-    }
-    b->api.p_nvrtcDestroyProgram(&prog);
-    kiln__free(src);
     CUmodule mod;
     CUfunction fn;
     if (enter(b))
@@ -448,9 +493,9 @@ static int bench_compile(bench *b)
         double t0 = now_us();
         kiln_status s1 = kiln_execute(c2, f, in, 3, &out, 1, NULL, NULL);
         double t1 = now_us();
-        double hits[21];
+        double hits[HIT_RUNS];
         kiln_status s2 = KILN_OK;
-        for (int i = 0; i < 21 && s2 == KILN_OK; i++) {
+        for (int i = 0; i < HIT_RUNS && s2 == KILN_OK; i++) {
             double h0 = now_us();
             s2 = kiln_execute(c2, f, in, 3, &out, 1, NULL, NULL);
             hits[i] = now_us() - h0;
@@ -458,7 +503,7 @@ static int bench_compile(bench *b)
         if (s1 == KILN_OK && s2 == KILN_OK) {
             row(b, "compile_cold_relu_fma", (t1 - t0) / 1e3, "ms", -1, 0, 1,
                 "first execute: plan + codegen + NVRTC + module load");
-            row(b, "compile_cache_hit", median(hits, 21), "us", -1, 0, 1,
+            row(b, "compile_cache_hit", median(hits, HIT_RUNS), "us", -1, 0, 1,
                 "execute with the kernel in the in-memory cache");
             rc = 0;
         } else {
@@ -494,7 +539,7 @@ static int bench_matmul(bench *b)
         kiln_exec_info *info = NULL;
         kiln_exec_info_create(&info);
         double ms = time_exec(b, f, in, 2, &out, 1, &eo, info);
-        char note[160] = "";
+        char note[NOTE_TEXT] = "";
         size_t ns = info ? kiln_exec_info_segment_count(info) : 0;
         for (size_t i = 0; i < ns; i++) {
             kiln_segment_info si;
@@ -580,12 +625,12 @@ int kiln_bench_gpu(int argc, char **argv)
         fprintf(stderr, "kiln bench gpu: --reps must be 1..10000\n");
         return 2;
     }
-    char why[1024];
+    char why[KILN_ERR_MSG_CAP];
     if (kiln_backend_probe("cuda", why, sizeof why) != KILN_OK) {
         fprintf(stderr, "kiln bench gpu: no usable GPU: %s\n", why[0] ? why : kiln_last_error());
         return 1;
     }
-    char err[1024];
+    char err[KILN_ERR_MSG_CAP];
     if (kiln__cuda_load(&b->api, KILN_CUDA_LOAD_DRIVER | KILN_CUDA_LOAD_NVRTC, err, sizeof err) !=
         KILN_OK) {
         fprintf(stderr, "kiln bench gpu: %s\n", err);
@@ -622,7 +667,7 @@ int kiln_bench_gpu(int argc, char **argv)
         b->json = stdout;
         b->tab = stderr;
     }
-    char name[128] = "";
+    char name[DEVICE_NAME] = "";
     b->api.p_cuDeviceGetName(name, (int)sizeof name, b->dev);
     fprintf(b->tab, "kiln bench gpu: %s (device %d), median of %d runs%s\n", name, b->device,
             b->reps, b->quick ? ", --quick sizes" : "");

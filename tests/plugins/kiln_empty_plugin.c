@@ -5,12 +5,12 @@
 ** call that a pass: its results are `unsupported` and `kiln conform`
 ** exits non-zero, because no test ran on the backend under test.
 **
-** It uses only the ABI of backend.h, as a third-party plugin would.
+** It uses only the ABI of kiln_backend.h, as a third-party plugin would.
 */
 #include <stdio.h>
 #include <string.h>
 
-#include "backend.h"
+#include "kiln_backend.h"
 
 static int token; /* the state: nothing to keep */
 

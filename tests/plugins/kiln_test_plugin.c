@@ -40,6 +40,13 @@
 ** every kernel; =skew makes every kernel deserialize() builds flip the
 ** lowest bit of its first output element (a database that hands back a
 ** kernel computing something else: `kiln conform --serde` must notice).
+**
+** KILN_TEST_PLUGIN_LONG_ERROR=compile or launch makes that call fail with
+** KILN_ERR_BACKEND and a message of LONG_ERROR_LEN bytes that ends in
+** " END" (the host must not cut a message the last error can hold).
+** kernel_source() returns "// test-plugin source: N nodes\n" followed by
+** N lines (the KILN_DUMP=cuda_kernel tests; KILN_TEST_PLUGIN_SIZE can put
+** it beyond struct_size).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +56,24 @@
 #include "kernel_db.h"
 
 static _Thread_local kiln_backend desc;
+
+/* Longer than the 1,024-byte buffers the host once re-recorded backend
+** errors through, shorter than the last error (KILN_ERR_MSG_CAP). */
+#define LONG_ERROR_LEN 1500
+
+/* KILN_TEST_PLUGIN_LONG_ERROR=where: fill err with a long message. */
+static int long_error(const char *where, char *err, size_t cap)
+{
+    const char *m = getenv("KILN_TEST_PLUGIN_LONG_ERROR");
+    if (m == NULL || strcmp(m, where) != 0)
+        return 0;
+    int n = snprintf(err, cap, "test-plugin: a long %s error ", where);
+    for (; n >= 0 && (size_t)n + 5 < cap && n < LONG_ERROR_LEN - 4; n++)
+        err[n] = (char)('a' + n % 26);
+    if (n >= 0 && (size_t)n + 5 <= cap)
+        memcpy(err + n, " END", 5);
+    return 1;
+}
 
 static int unterminated(const char *where)
 {
@@ -134,6 +159,8 @@ static kiln_status plugin_compile(void *state, const kiln_ir_segment *seg,
     }
     if (unterminated("compile"))
         return fill(err, cap, KILN_ERR_BACKEND);
+    if (long_error("compile", err, cap))
+        return KILN_ERR_BACKEND;
     kiln_status s = kiln__backend_ref()->compile(state, seg, ko, out, err, cap);
     if (s == KILN_OK && unterminated("path"))
         fill(out->path, sizeof out->path, KILN_OK);
@@ -164,6 +191,8 @@ static kiln_status plugin_launch(void *state, void *handle, kiln_launch *args,
     }
     if (unterminated("launch"))
         return fill(err, cap, KILN_ERR_BACKEND);
+    if (long_error("launch", err, cap))
+        return KILN_ERR_BACKEND;
     tp_kernel *k = handle;
     kiln_status s = kiln__backend_ref()->launch(state, k->ref, args, err, cap);
     if (s == KILN_OK && k->skew && args->n_outputs > 0) {
@@ -268,6 +297,35 @@ static kiln_status plugin_stream_sync(void *state, void *stream, char *err,
     return KILN_OK;
 }
 
+/* kernel_source(): a header line and one line per node. */
+static kiln_status plugin_kernel_source(void *state, const kiln_ir_segment *seg,
+                                        const kiln_kernel_options *ko, char *buf,
+                                        size_t cap, size_t *size, char *err,
+                                        size_t err_cap)
+{
+    (void)state;
+    (void)ko;
+    (void)err;
+    (void)err_cap;
+    kiln_buf b = {0};
+    kiln__buf_printf(&b, "// test-plugin source: %u nodes\n", seg->n_nodes);
+    for (uint32_t i = 0; i < seg->n_nodes; i++)
+        kiln__buf_printf(&b, "//   node %u: %s\n", i,
+                         kiln_op_name((kiln_op)seg->nodes[i].op));
+    if (b.failed) {
+        kiln__buf_free(&b);
+        return KILN_ERR_NO_MEMORY;
+    }
+    *size = b.len + 1;
+    kiln_status s = KILN_OK;
+    if (b.len + 1 > cap)
+        s = KILN_ERR_LIMIT;
+    else
+        memcpy(buf, b.data, b.len + 1);
+    kiln__buf_free(&b);
+    return s;
+}
+
 static int64_t plugin_local_bytes(void *state, void *handle)
 {
     (void)state;
@@ -289,6 +347,7 @@ kiln_backend_entry(uint32_t host_abi)
     desc.release = plugin_release;
     desc.launch = plugin_launch;
     desc.local_bytes = plugin_local_bytes;
+    desc.kernel_source = plugin_kernel_source;
     const char *dev = getenv("KILN_TEST_PLUGIN_DEVICE");
     if (dev != NULL) {
         desc.memory = KILN_MEM_DEVICE;

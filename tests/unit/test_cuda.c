@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "backends/cuda_codegen.h"
+#include "backends/cuda_flags.h"
+#include "ir_simplify.h"
 #include "backends/cuda_loader.h"
 #include "internal.h"
 #include "numeric.h"
@@ -111,7 +113,7 @@ static kiln_kernel_options ko_default(void)
 
 /* ------------------------------------------------------- segment catalogue */
 
-/* Accepted operand dtypes per op (coord.md "IR / numerics decisions"). */
+/* Accepted operand dtypes per op (docs/fusion-format.md, "3. The op table"). */
 #define M_B (1u << KILN_BOOL)
 #define M_I (1u << KILN_I32 | 1u << KILN_I64)
 #define M_F (1u << KILN_F32 | 1u << KILN_F64)
@@ -464,11 +466,11 @@ START_TEST(flag_mapping)
     ck_assert_int_eq(kiln__cuda_flags_text(&ko, "sm_90", text, sizeof text), KILN_OK);
     ck_assert_str_eq(text, "--std=c++17 -default-device -arch=compute_90 --fmad=true");
     char simp[64];
-    kiln__cuda_simplify_text(0, simp, sizeof simp);
+    kiln__ir_simplify_text(0, simp, sizeof simp);
     ck_assert_str_eq(simp, "");
-    kiln__cuda_simplify_text(0x1f, simp, sizeof simp);
+    kiln__ir_simplify_text(0x1f, simp, sizeof simp);
     ck_assert_str_eq(simp, "all");
-    kiln__cuda_simplify_text((1u << 3) | 1u, simp, sizeof simp);
+    kiln__ir_simplify_text((1u << 3) | 1u, simp, sizeof simp);
     ck_assert_str_eq(simp, "cse,index");
 }
 END_TEST
@@ -1033,6 +1035,96 @@ END_TEST
 
 /* ------------------------------------------------------- nvrtc backend */
 
+/* Both CUDA backends give dumps their source through the optional ABI
+** function kernel_source: exactly what kiln__cuda_codegen generates for the
+** segment, with the serialize-style size contract (KILN_ERR_LIMIT and the
+** size needed when the buffer is short).  No NVRTC needed: the source
+** depends on the segment and options alone. */
+START_TEST(kernel_source_is_the_generated_source)
+{
+    tseg t;
+    ts_init(&t, KILN_SEGK_POINTWISE);
+    int a = ts_in(&t, KILN_F32, 1, AC);
+    ts_out(&t, ts_node(&t, KILN_OP_NEG, KILN_F32, 1, a, -1, -1), AC);
+    const kiln_ir_segment *seg = ts_done(&t);
+    kiln_kernel_options ko = ko_default();
+    char *want = NULL;
+    kiln_cuda_kinfo info;
+    ck_assert_int_eq(kiln__cuda_codegen(seg, &ko, &want, &info), KILN_OK);
+    const kiln_backend *bes[2] = {kiln__backend_cuda(), kiln__backend_nvrtc()};
+    for (int i = 0; i < 2; i++) {
+        const kiln_backend *be = bes[i];
+        ck_assert_ptr_nonnull(be->kernel_source);
+        char err[256], small[8];
+        size_t size = 0;
+        ck_assert_int_eq(be->kernel_source(NULL, seg, &ko, NULL, 0, &size, err, sizeof err),
+                         KILN_ERR_LIMIT);
+        ck_assert_uint_eq(size, strlen(want) + 1);
+        ck_assert_int_eq(be->kernel_source(NULL, seg, &ko, small, sizeof small, &size, err,
+                                           sizeof err),
+                         KILN_ERR_LIMIT);
+        char *got = malloc(size);
+        ck_assert_ptr_nonnull(got);
+        ck_assert_int_eq(be->kernel_source(NULL, seg, &ko, got, size, &size, err, sizeof err),
+                         KILN_OK);
+        ck_assert_str_eq(got, want);
+        free(got);
+    }
+    kiln__free(want);
+}
+END_TEST
+
+/* KILN_DUMP=cuda_kernel on the nvrtc backend prints each compiled kernel's
+** whole source (preamble included), through kernel_source. */
+START_TEST(nvrtc_dump_prints_the_source)
+{
+    kiln_cuda_api api;
+    if (!nvrtc_api(&api))
+        return;
+    kiln__cuda_unload(&api);
+    FILE *dump = tmpfile();
+    ck_assert_ptr_nonnull(dump);
+    kiln_context_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.struct_size = sizeof cfg;
+    cfg.backend = "nvrtc";
+    cfg.use_env_override = 1;
+    cfg.env_dump = "cuda_kernel";
+    cfg.dump_stream = dump;
+    kiln_context *ctx;
+    ck_assert_msg(kiln_context_create(&cfg, &ctx) == KILN_OK, "%s", kiln_last_error());
+    kiln_fusion *f = NULL;
+    static const char kf[] = "kiln.fusion 1\n%x = input f32 [?]\n%y = neg %x\noutput %y\n";
+    ck_assert_int_eq(kiln_fusion_parse(kf, sizeof kf - 1, &f), KILN_OK);
+    float x[3] = {1, 2, 3}, o[3] = {0};
+    int64_t n = 3;
+    kiln_tensor *in = NULL, *out = NULL;
+    ck_assert_int_eq(kiln_tensor_create(ctx, KILN_F32, 1, &n, NULL, KILN_MEM_HOST, x, &in),
+                     KILN_OK);
+    ck_assert_int_eq(kiln_tensor_create(ctx, KILN_F32, 1, &n, NULL, KILN_MEM_HOST, o, &out),
+                     KILN_OK);
+    ck_assert_msg(kiln_execute(ctx, f, &in, 1, &out, 1, NULL, NULL) == KILN_OK, "%s",
+                  kiln_last_error());
+    ck_assert(o[0] == -1.0f && o[2] == -3.0f);
+    fflush(dump);
+    rewind(dump);
+    static char buf[1 << 16];
+    size_t got = fread(buf, 1, sizeof buf - 1, dump);
+    buf[got] = '\0';
+    const char *hdr = strstr(buf, "kiln: cuda_kernel: segment 0 (");
+    ck_assert_msg(hdr != NULL, "no dump:\n%s", buf);
+    ck_assert_ptr_nonnull(strstr(hdr, "// ---- kiln CUDA preamble"));
+    ck_assert_ptr_nonnull(strstr(hdr, "// ---- end of preamble\n"));
+    ck_assert_ptr_nonnull(strstr(hdr, "kiln_main"));
+    kiln_tensor_destroy(in);
+    kiln_tensor_destroy(out);
+    kiln_fusion_destroy(f);
+    kiln_context_destroy(ctx);
+    fclose(dump);
+}
+END_TEST
+
+
 START_TEST(nvrtc_backend_compiles_and_runs_on_ref)
 {
     const kiln_backend *be = kiln__backend_nvrtc();
@@ -1536,6 +1628,8 @@ Suite *cuda_suite(void)
     tcase_add_test(tc, codegen_many_views_index_each_input);
     tcase_add_test(tc, nvrtc_backend_compiles_and_runs_on_ref);
     tcase_add_test(tc, nvrtc_check_cache);
+    tcase_add_test(tc, kernel_source_is_the_generated_source);
+    tcase_add_test(tc, nvrtc_dump_prints_the_source);
     suite_add_tcase(s, tc);
     TCase *nv = tcase_create("nvrtc");
     tcase_set_timeout(nv, 600);

@@ -1,8 +1,9 @@
 /* test_fusion.c -- the fusion IR: op table, builder validation, finalize,
 ** structural hash/equal, shape semantics and kiln__fusion_shapes, and
 ** allocation-failure injection.  Expected values (accepted dtypes, result
-** dtypes, masks, sizes, messages) are written out here from coord.md and
-** docs/fusion-format.md, not derived from runtime/fusion.c. */
+** dtypes, masks, sizes, messages) are written out here from
+** docs/fusion-format.md and docs/numerics.md, not derived from
+** runtime/fusion.c. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@ static void assert_err(kiln_status got, kiln_status want, const char *msg)
     ck_assert_str_eq(kiln_last_error(), msg);
 }
 
-/* Independent statement of coord.md's accepted dtypes. */
+/* Independent statement of the accepted dtypes (docs/fusion-format.md). */
 static uint32_t dt_mask(const char *list)
 {
     static const char *const names[] = {"bool", "i32", "i64", "f16",

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "exec_util.h"
+#include "internal.h" /* KILN_ERR_MSG_CAP, offsetof(kiln_backend, ...) */
 
 static const char *plugin_path(void)
 {
@@ -305,25 +306,28 @@ static size_t trailing_x(const char *s)
 /* A backend that fills a host buffer to its last byte without a NUL: error
 ** messages are read up to the buffer's end (cap - 1 bytes, then the host's
 ** NUL), never past it; identity, path and flags, which become keys and
-** records, are refused with KILN_ERR_ABI. */
+** records, are refused with KILN_ERR_ABI.  The host's error buffers are as
+** large as the last error (KILN_ERR_MSG_CAP), so the re-recorded message
+** fills the last error exactly: cut by its size, never sooner. */
 START_TEST(unterminated_backend_strings)
 {
     const char *path = need_plugin();
     kiln_context *ctx;
     setenv("KILN_TEST_PLUGIN_UNTERMINATED", "open", 1);
     ck_assert_int_eq(try_create(path, &ctx), KILN_ERR_BACKEND_UNAVAILABLE);
-    ck_assert_uint_eq(trailing_x(kiln_last_error()), 511); /* err[512] */
+    ck_assert_uint_eq(strlen(kiln_last_error()), KILN_ERR_MSG_CAP - 1);
+    ck_assert_uint_gt(trailing_x(kiln_last_error()), KILN_ERR_MSG_CAP - 64);
     float x[3] = {1, 2, 3}, o[3];
     kiln_tensor *in[1], *out[1];
     kiln_fusion *f = neg3(x, o, &in[0], &out[0]);
     static const struct {
         const char *mode;
         kiln_status st;
-        size_t xs;
+        int full; /* the message fills the last error */
         const char *needle;
     } modes[] = {
-        {"compile", KILN_ERR_BACKEND, 1023, "backend test-plugin: xxx"},
-        {"launch", KILN_ERR_BACKEND, 1023, "on test-plugin: xxx"},
+        {"compile", KILN_ERR_BACKEND, 1, "backend test-plugin: xxx"},
+        {"launch", KILN_ERR_BACKEND, 1, "on test-plugin: xxx"},
         {"identity", KILN_ERR_ABI, 0,
          "backend test-plugin: the identity string for kernel options '' is "
          "not NUL-terminated within its 512 bytes"},
@@ -341,12 +345,95 @@ START_TEST(unterminated_backend_strings)
                       kiln_status_name(st), kiln_last_error());
         ck_assert_msg(strstr(kiln_last_error(), modes[i].needle), "%s: %s",
                       modes[i].mode, kiln_last_error());
-        ck_assert_msg(trailing_x(kiln_last_error()) == modes[i].xs,
-                      "%s: %zu x", modes[i].mode,
-                      trailing_x(kiln_last_error()));
+        size_t len = strlen(kiln_last_error()), xs = trailing_x(kiln_last_error());
+        if (modes[i].full)
+            ck_assert_msg(len == KILN_ERR_MSG_CAP - 1 && xs > KILN_ERR_MSG_CAP - 64,
+                          "%s: %zu bytes, %zu x", modes[i].mode, len, xs);
+        else
+            ck_assert_msg(xs == 0, "%s: %zu x", modes[i].mode, xs);
         kiln_context_destroy(ctx);
     }
     unsetenv("KILN_TEST_PLUGIN_UNTERMINATED");
+    kiln_tensor_destroy(in[0]);
+    kiln_tensor_destroy(out[0]);
+    kiln_fusion_destroy(f);
+}
+END_TEST
+
+/* A backend error longer than the 1,024-byte buffers the host once passed
+** to compile() and launch() reaches the last error whole: it used to be
+** re-recorded through such a buffer and cut (an NVRTC log, say). */
+START_TEST(long_backend_errors_are_not_cut)
+{
+    const char *path = need_plugin();
+    float x[3] = {1, 2, 3}, o[3];
+    kiln_tensor *in[1], *out[1];
+    kiln_fusion *f = neg3(x, o, &in[0], &out[0]);
+    static const char *const where[] = {"compile", "launch"};
+    for (int i = 0; i < 2; i++) {
+        kiln_context *ctx;
+        ck_assert_int_eq(try_create(path, &ctx), KILN_OK);
+        setenv("KILN_TEST_PLUGIN_LONG_ERROR", where[i], 1);
+        kiln_status st = kiln_execute(ctx, f, in, 1, out, 1, NULL, NULL);
+        unsetenv("KILN_TEST_PLUGIN_LONG_ERROR");
+        const char *e = kiln_last_error();
+        ck_assert_msg(st == KILN_ERR_BACKEND, "%s: %s: %s", where[i],
+                      kiln_status_name(st), e);
+        ck_assert_msg(strstr(e, "test-plugin: a long ") != NULL, "%s: %s", where[i], e);
+        ck_assert_msg(strlen(e) > 1500 && strcmp(e + strlen(e) - 4, " END") == 0,
+                      "%s: the message was cut at %zu bytes: ...%s", where[i],
+                      strlen(e), e + (strlen(e) > 40 ? strlen(e) - 40 : 0));
+        kiln_context_destroy(ctx);
+    }
+    kiln_tensor_destroy(in[0]);
+    kiln_tensor_destroy(out[0]);
+    kiln_fusion_destroy(f);
+}
+END_TEST
+
+/* KILN_DUMP=cuda_kernel prints what the backend's kernel_source() gives
+** (an optional ABI function) for each kernel a call compiled, and nothing
+** for a cache hit; a descriptor whose struct_size ends before the field
+** has none, and the host never reads it. */
+START_TEST(dump_uses_kernel_source)
+{
+    const char *path = need_plugin();
+    float x[3] = {1, 2, 3}, o[3];
+    kiln_tensor *in[1], *out[1];
+    kiln_fusion *f = neg3(x, o, &in[0], &out[0]);
+    char size[32], buf[4096];
+    snprintf(size, sizeof size, "%zu", offsetof(kiln_backend, kernel_source));
+    for (int clipped = 0; clipped < 2; clipped++) {
+        if (clipped)
+            setenv("KILN_TEST_PLUGIN_SIZE", size, 1);
+        FILE *dump = tmpfile();
+        ck_assert_ptr_nonnull(dump);
+        kiln_context_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.struct_size = sizeof cfg;
+        cfg.backend = path;
+        cfg.use_env_override = 1;
+        cfg.env_dump = "cuda_kernel";
+        cfg.dump_stream = dump;
+        kiln_context *ctx;
+        ck_assert_int_eq(kiln_context_create(&cfg, &ctx), KILN_OK);
+        unsetenv("KILN_TEST_PLUGIN_SIZE");
+        ck_assert_int_eq(kiln_execute(ctx, f, in, 1, out, 1, NULL, NULL), KILN_OK);
+        ck_assert_int_eq(kiln_execute(ctx, f, in, 1, out, 1, NULL, NULL), KILN_OK);
+        slurp(dump, buf, sizeof buf);
+        const char *hdr = strstr(buf, "kiln: cuda_kernel: segment 0 (");
+        if (clipped) {
+            ck_assert_msg(hdr == NULL, "dumped beyond struct_size:\n%s", buf);
+        } else {
+            ck_assert_msg(hdr != NULL, "no dump:\n%s", buf);
+            ck_assert_msg(strstr(hdr, "\n// test-plugin source: 2 nodes\n//   node 0: "
+                                      "input\n//   node 1: neg\n") != NULL, "%s", buf);
+            ck_assert_msg(strstr(hdr + 1, "kiln: cuda_kernel:") == NULL,
+                          "a cache hit was dumped:\n%s", buf);
+        }
+        kiln_context_destroy(ctx);
+        fclose(dump);
+    }
     kiln_tensor_destroy(in[0]);
     kiln_tensor_destroy(out[0]);
     kiln_fusion_destroy(f);
@@ -367,6 +454,8 @@ Suite *plugin_suite(void)
     tcase_add_test(tc, reference_fallback_at_launch);
     tcase_add_test(tc, data_entry_symbol);
     tcase_add_test(tc, unterminated_backend_strings);
+    tcase_add_test(tc, long_backend_errors_are_not_cut);
+    tcase_add_test(tc, dump_uses_kernel_source);
     suite_add_tcase(s, tc);
     return s;
 }

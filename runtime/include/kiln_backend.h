@@ -1,5 +1,6 @@
 /*
-** backend.h -- the Kiln backend ABI (docs/backends.md).
+** kiln_backend.h -- the Kiln backend ABI (docs/backends.md), installed next
+** to kiln.h for plugin authors.
 **
 ** A backend is a table of function pointers.  The built-in backends ("ref",
 ** "cuda") and plugins loaded by path all use it.  A plugin shared object
@@ -209,6 +210,20 @@ typedef struct kiln_backend {
     kiln_status (*deserialize)(void *state, const void *payload,
                                size_t size, kiln_kernel_out *out, char *err,
                                size_t err_cap);
+    /* Optional, appended in ABI 1 (NULL or beyond struct_size = absent):
+    ** the source text compile() generates for segment `seg` under `ko`,
+    ** for KILN_DUMP=cuda_kernel (docs/backends.md, "The descriptor").
+    ** Writes the NUL-terminated text into buf (cap bytes) and its size,
+    ** NUL included, into *size.  KILN_ERR_LIMIT when cap is too small
+    ** (*size = the bytes needed: the host calls again with that much; buf
+    ** may be NULL when cap is 0); the backend's compile error for a
+    ** segment it cannot generate.  The runtime calls it only under that
+    ** dump, for segments this backend compiled (not reference fallbacks);
+    ** a backend that generates no source leaves it NULL. */
+    kiln_status (*kernel_source)(void *state, const kiln_ir_segment *seg,
+                                 const kiln_kernel_options *ko, char *buf,
+                                 size_t cap, size_t *size, char *err,
+                                 size_t err_cap);
 } kiln_backend;
 
 typedef const kiln_backend *(*kiln_backend_entry_fn)(uint32_t host_abi);

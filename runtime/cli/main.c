@@ -1,5 +1,5 @@
 /*
-** kiln.c -- entry point of the command-line tool: dispatches to the
+** main.c -- entry point of the command-line tool: dispatches to the
 ** subcommands declared in cli.h.
 */
 #include <stdio.h>
