@@ -140,6 +140,7 @@ static kiln_status plugin_compile(void *state, const kiln_ir_segment *seg,
     if (s == KILN_OK && unterminated("flags"))
         fill(out->flags, sizeof out->flags, KILN_OK);
     return s == KILN_OK ? wrap(state, seg, ko, out) : s;
+}
 
 static void plugin_release(void *state, void *handle)
 {
