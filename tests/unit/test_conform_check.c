@@ -716,7 +716,7 @@ START_TEST(cli_malformed_vectors)
         "cache.isolation/6 (the same sequence on 4 threads at once): invalid "
         "vector: concurrent: must be true or false, not a string",
         "invalid vector: steps[0].expect.plna: unknown field (the fields here "
-        "are plan, kernels or compiles)",
+        "are plan, kernels, compiles or db)",
         "invalid vector: steps[0].expect.kernels: 'hits' is not hit, miss or "
         "any",
         "invalid vector: steps[0].expect.compiles: -1 is outside "
