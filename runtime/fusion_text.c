@@ -617,10 +617,10 @@ static kiln_status definition(parser *p, kiln_value *v)
             return s;
         s = kiln_fusion_matmul(f, a, b, v);
     } else {
-        const kiln_op_info *info = NULL;
+        const kiln_op_desc *info = NULL;
         kiln_op pop = KILN_OP_COUNT;
         for (int k = 0; k < KILN_OP_COUNT; k++) {
-            const kiln_op_info *r = kiln__op_info((kiln_op)k);
+            const kiln_op_desc *r = kiln__op_desc((kiln_op)k);
             if (strlen(r->name) == op.n && memcmp(r->name, op.s, op.n) == 0 &&
                 (r->kind != 's' || k == KILN_OP_FMA)) {
                 info = r;

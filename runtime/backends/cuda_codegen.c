@@ -330,11 +330,6 @@ static const char *const stype[KILN_DTYPE_COUNT] = {
 
 static int is_float(int dt) { return dt == KILN_F32 || dt == KILN_F64; }
 static int is_int(int dt) { return dt == KILN_I32 || dt == KILN_I64; }
-static int is_reduce(int op)
-{
-    return op == KILN_OP_SUM || op == KILN_OP_RMAX || op == KILN_OP_RMIN;
-}
-
 /* ------------------------------------------------------------ state */
 
 typedef struct gen {
@@ -730,7 +725,7 @@ static void simplify(gen *g)
         for (int k = 0; k < 3; k++)
             if (x->args[k] >= 0)
                 x->args[k] = res(g, x->args[k]);
-        if (x->op == KILN_OP_CONST || is_reduce(x->op) || x->op == KILN_OP_MATMUL)
+        if (x->op == KILN_OP_CONST || kiln__op_is_reduce(x->op) || x->op == KILN_OP_MATMUL)
             continue;
         if (x->op != KILN_OP_INPUT) {
             if (pass_on(g, SP_FOLD) && try_fold(g, (int32_t)i))
@@ -1493,7 +1488,7 @@ static kiln_status classify(gen *g)
         int op = g->n[i].op;
         if (!g->live[i] || g->alias[i] != (int32_t)i)
             continue;
-        if (is_reduce(op) || op == KILN_OP_MATMUL) {
+        if (kiln__op_is_reduce(op) || op == KILN_OP_MATMUL) {
             if (g->sp >= 0)
                 return kiln__err(KILN_ERR_UNSUPPORTED,
                                  "cuda codegen: more than one reduction/matmul in a segment");
@@ -1509,7 +1504,7 @@ static kiln_status classify(gen *g)
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
                          "cuda codegen: pointwise segment holds a %s node",
                          kiln_op_name((kiln_op)g->n[g->sp].op));
-    if (want > 0 && (g->sp < 0 || (want == 1) != is_reduce(g->n[g->sp].op)))
+    if (want > 0 && (g->sp < 0 || (want == 1) != kiln__op_is_reduce(g->n[g->sp].op)))
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
                          "cuda codegen: %s segment without its %s node",
                          want == 1 ? "reduction" : "matmul",
