@@ -360,10 +360,7 @@ kiln_status kiln_fusion_op(kiln_fusion *f, kiln_op op, const kiln_value *args,
                          "%s at %%%u: not a pointwise op; build it with its "
                          "own function (kiln_fusion_%s)",
                          info->name, at,
-                         op == KILN_OP_RMAX || op == KILN_OP_RMIN ||
-                                 op == KILN_OP_SUM
-                             ? "reduce"
-                             : info->name);
+                         info->reduce != KILN_REDUCE_NONE ? "reduce" : info->name);
     if (nargs != info->arity)
         return kiln__err(KILN_ERR_FUSION,
                          "%s at %%%u: takes %d operand%s, got %d", info->name,
@@ -507,7 +504,7 @@ kiln_status kiln_fusion_reduce(kiln_fusion *f, kiln_op op, kiln_value a,
     if (s != KILN_OK)
         return s;
     uint32_t at = f->n_nodes;
-    if (op != KILN_OP_SUM && op != KILN_OP_RMAX && op != KILN_OP_RMIN)
+    if (!kiln__op_is_reduce(op))
         return kiln__err(KILN_ERR_FUSION,
                          "reduce at %%%u: op %s is not a reduction (sum, max, "
                          "min)",
