@@ -7,36 +7,17 @@
 ** bit pattern is written out here (worked by hand from IEEE 754), never
 ** computed by the code under test; the ULP distance is also compared with
 ** the conformance checker's own implementation (conformance/
-** check_numeric.c), which is written apart from it on purpose.
+** check_numeric.c), which is written apart from it on purpose.  (The casts
+** as the ref backend runs them are in test_ref.c.)
 */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "exec_util.h"
 #include "numeric.h"
 #include "../../conformance/conform.h"
-
-static uint32_t f32_bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    return b;
-}
-
-static uint64_t f64_bits(double d)
-{
-    uint64_t b;
-    memcpy(&b, &d, 8);
-    return b;
-}
-
-static double f64_of(uint64_t b)
-{
-    double d;
-    memcpy(&d, &b, 8);
-    return d;
-}
 
 /* f64 -> f16: ties to even, subnormals, overflow, NaN, and one rounding. */
 START_TEST(narrow_to_f16)
@@ -68,9 +49,9 @@ START_TEST(narrow_to_f16)
         ck_assert_msg(kiln__f64_to_f16(c[i].in) == c[i].want, "%a -> 0x%04x, want 0x%04x",
                       c[i].in, kiln__f64_to_f16(c[i].in), c[i].want);
     /* NaN: sign and top payload bits kept, quiet bit set */
-    ck_assert_uint_eq(kiln__f64_to_f16(f64_of(0x7ff8000000000000ull)), 0x7e00);
-    ck_assert_uint_eq(kiln__f64_to_f16(f64_of(0xfff0000000000001ull)), 0xfe00);
-    ck_assert_uint_eq(kiln__f64_to_f16(f64_of(0x7ff4000000000000ull)), 0x7f00);
+    ck_assert_uint_eq(kiln__f64_to_f16(tu_f64(0x7ff8000000000000ull)), 0x7e00);
+    ck_assert_uint_eq(kiln__f64_to_f16(tu_f64(0xfff0000000000001ull)), 0xfe00);
+    ck_assert_uint_eq(kiln__f64_to_f16(tu_f64(0x7ff4000000000000ull)), 0x7f00);
     /* f32 -> f16 is the same rounding */
     ck_assert_uint_eq(kiln__f32_to_f16(65520.0f), 0x7c00);
     ck_assert_uint_eq(kiln__f32_to_f16(0x1p-25f), 0x0000);
@@ -90,21 +71,21 @@ START_TEST(narrow_to_bf16_and_f32)
     uint32_t sb = 0x7f800001u; /* signalling NaN: quieted, payload truncated */
     memcpy(&snan, &sb, 4);
     ck_assert_uint_eq(kiln__f32_to_bf16(snan), 0x7fc0);
-    ck_assert_uint_eq(f32_bits(kiln__f64_to_f32(1.0 + 0x1p-24)), 0x3f800000u); /* tie: even */
-    ck_assert_uint_eq(f32_bits(kiln__f64_to_f32(1.0 + 3 * 0x1p-24)), 0x3f800002u);
-    ck_assert_uint_eq(f32_bits(kiln__f64_to_f32(0x1p-150)), 0x00000000u);  /* tie to 0 */
-    ck_assert_uint_eq(f32_bits(kiln__f64_to_f32(0x1.8p-149)), 0x00000002u);
-    ck_assert_uint_eq(f32_bits(kiln__f64_to_f32(-0x1p200)), 0xff800000u);
+    ck_assert_uint_eq(tu_bits(kiln__f64_to_f32(1.0 + 0x1p-24)), 0x3f800000u); /* tie: even */
+    ck_assert_uint_eq(tu_bits(kiln__f64_to_f32(1.0 + 3 * 0x1p-24)), 0x3f800002u);
+    ck_assert_uint_eq(tu_bits(kiln__f64_to_f32(0x1p-150)), 0x00000000u);  /* tie to 0 */
+    ck_assert_uint_eq(tu_bits(kiln__f64_to_f32(0x1.8p-149)), 0x00000002u);
+    ck_assert_uint_eq(tu_bits(kiln__f64_to_f32(-0x1p200)), 0xff800000u);
 }
 END_TEST
 
 /* Integers to floats are rounded once from the exact integer. */
 START_TEST(integers_to_floats)
 {
-    ck_assert_uint_eq(f32_bits(kiln__i64_to_f32(16777217)), 0x4b800000u); /* 2^24+1: even */
-    ck_assert_uint_eq(f32_bits(kiln__i64_to_f32(16777219)), 0x4b800002u); /* 2^24+3: up */
-    ck_assert_uint_eq(f32_bits(kiln__i64_to_f32(INT64_MAX)), 0x5f000000u);
-    ck_assert_uint_eq(f32_bits(kiln__i64_to_f32(INT64_MIN)), 0xdf000000u);
+    ck_assert_uint_eq(tu_bits(kiln__i64_to_f32(16777217)), 0x4b800000u); /* 2^24+1: even */
+    ck_assert_uint_eq(tu_bits(kiln__i64_to_f32(16777219)), 0x4b800002u); /* 2^24+3: up */
+    ck_assert_uint_eq(tu_bits(kiln__i64_to_f32(INT64_MAX)), 0x5f000000u);
+    ck_assert_uint_eq(tu_bits(kiln__i64_to_f32(INT64_MIN)), 0xdf000000u);
     ck_assert_uint_eq(kiln__i64_to_bf16(257), 0x4380); /* tie between 256 and 258 */
     ck_assert_uint_eq(kiln__i64_to_bf16(259), 0x4382);
     ck_assert_uint_eq(kiln__i64_to_f16(2049), 0x6800);  /* tie: even (2048) */
@@ -112,7 +93,7 @@ START_TEST(integers_to_floats)
     ck_assert_uint_eq(kiln__i64_to_f16(70000), 0x7c00); /* overflow */
     ck_assert_uint_eq(kiln__i64_to_f16(-70000), 0xfc00);
     /* 2^53 + 1 in f64: tie, even */
-    ck_assert_uint_eq(f64_bits(kiln__i64_to_f64(9007199254740993LL)), 0x4340000000000000ull);
+    ck_assert_uint_eq(tu_bits64(kiln__i64_to_f64(9007199254740993LL)), 0x4340000000000000ull);
     /* one rounding: 2^24 + 2^16 + 1 is just above the bf16 tie 2^24 + 2^16
     ** and rounds up; through f32 it would become the tie and round to even
     ** (down, 0x4b80) */
@@ -145,7 +126,7 @@ START_TEST(widening_and_bits)
     ck_assert(kiln__f16_to_f64(0x7bff) == 65504.0);
     ck_assert(kiln__f16_to_f64(0xfc00) == -INFINITY);
     ck_assert(kiln__f16_to_f32(0x3555) == 0x1.554p-2f);
-    ck_assert_uint_eq(f64_bits(kiln__f16_to_f64(0x7e01)), 0x7ff8040000000000ull); /* NaN payload */
+    ck_assert_uint_eq(tu_bits64(kiln__f16_to_f64(0x7e01)), 0x7ff8040000000000ull); /* NaN payload */
     ck_assert(kiln__bf16_to_f64(0x3f80) == 1.0);
     ck_assert(kiln__bf16_to_f32(0x0001) == 0x1p-133f);
     /* bool: any non-zero byte is true; NaN is true */
@@ -180,6 +161,14 @@ START_TEST(load_store_convert)
     ck_assert(kiln__load_f64(KILN_I64, buf) == -7.0);
     kiln__store_bits(KILN_BOOL, buf, 1);
     ck_assert_uint_eq(kiln__load_bits(KILN_BOOL, buf), 1);
+    kiln__store_bits(KILN_I32, buf, 0xfffffffeu);
+    ck_assert(kiln__load_i64(KILN_I32, buf) == -2);
+    ck_assert(kiln__load_f64(KILN_I32, buf) == -2.0);
+    kiln__store_bits(KILN_F16, buf, 0xc500);
+    ck_assert(kiln__load_f64(KILN_F16, buf) == -5.0);
+    ck_assert(kiln__load_i64(KILN_F16, buf) == -5);
+    ck_assert_uint_eq(kiln__bits_from_f64(KILN_BF16, 1.0), 0x3f80);
+    ck_assert(kiln__bits_to_f64(KILN_F16, 0x7bff) == 65504.0);
 
     float f[4] = {1.5f, -2.5f, 1e10f, NAN};
     int32_t i[4];
@@ -191,8 +180,8 @@ START_TEST(load_store_convert)
     int64_t big[2] = {16777217, -16777219};
     float g[2];
     kiln__convert(KILN_F32, g, KILN_I64, big, 2);
-    ck_assert_uint_eq(f32_bits(g[0]), 0x4b800000u);
-    ck_assert_uint_eq(f32_bits(g[1]), 0xcb800002u);
+    ck_assert_uint_eq(tu_bits(g[0]), 0x4b800000u);
+    ck_assert_uint_eq(tu_bits(g[1]), 0xcb800002u);
     double d[2] = {65520.0, 0x1p-25};
     uint16_t h[2];
     kiln__convert(KILN_F16, h, KILN_F64, d, 2);
@@ -218,6 +207,10 @@ START_TEST(ulp_and_ftz)
     ck_assert_uint_eq(kiln__ulp_distance(KILN_F16, 0xbc00, 0x3c00), 2 * 0x3c00);
     ck_assert_uint_eq(kiln__ulp_distance(KILN_F32, 0x7fc00000, 0xffc00001), 0); /* NaN, NaN */
     ck_assert_uint_eq(kiln__ulp_distance(KILN_F32, 0x7fc00000, 0x3f800000), UINT64_MAX);
+    ck_assert_uint_eq(kiln__ulp_distance(KILN_BF16, 0x0001, 0x8001), 2);
+    ck_assert_uint_eq(kiln__ulp_distance(KILN_F64, 0x3ff0000000000000ull, 0x3fefffffffffffffull), 1);
+    ck_assert_uint_eq(kiln__ulp_distance(KILN_F64, 0x7fefffffffffffffull, 0xffefffffffffffffull),
+                      2 * 0x7fefffffffffffffull);
     ck_assert_uint_eq(kiln__ulp_distance(KILN_I32, 5, 5), 0);
     ck_assert_uint_eq(kiln__ulp_distance(KILN_I32, 5, 6), UINT64_MAX);
     ck_assert(kiln__ulp_size(KILN_F32, 0x3f800000) == 0x1p-23);
@@ -225,7 +218,9 @@ START_TEST(ulp_and_ftz)
     ck_assert(kiln__ulp_size(KILN_F32, 0x7f7fffff) == 0x1p104);
     ck_assert(kiln__ulp_size(KILN_F16, 0x3c00) == 0x1p-10);
     ck_assert(kiln__ulp_size(KILN_BF16, 0x3f80) == 0x1p-7);
-    ck_assert(kiln__ulp_size(KILN_F64, f64_bits(1.0)) == 0x1p-52);
+    ck_assert(kiln__ulp_size(KILN_F64, tu_bits64(1.0)) == 0x1p-52);
+    ck_assert(kiln__ulp_size(KILN_F16, 0x0000) == 0x1p-24);
+    ck_assert(kiln__ulp_size(KILN_F64, 0x0000000000000001ull) == 0x1p-1074);
     ck_assert(isnan(kiln__ulp_size(KILN_F32, 0x7f800000)));
     ck_assert(isnan(kiln__ulp_size(KILN_I32, 1)));
     ck_assert_int_eq(kiln__bits_isnan(KILN_BF16, 0x7f81), 1);
@@ -237,6 +232,9 @@ START_TEST(ulp_and_ftz)
     ck_assert_int_eq(kiln__bits_is_subnormal(KILN_F32, 0x00800000), 0);
     ck_assert_int_eq(kiln__bits_is_subnormal(KILN_F32, 0x80000000), 0);
     ck_assert_int_eq(kiln__bits_is_subnormal(KILN_F16, 0x83ff), 1);
+    ck_assert_int_eq(kiln__bits_is_subnormal(KILN_F16, 0x0400), 0);
+    ck_assert_uint_eq(kiln__bits_ftz(KILN_BF16, 0x0040), 0x0000);
+    ck_assert_uint_eq(kiln__bits_ftz(KILN_F64, 0x0010000000000000ull), 0x0010000000000000ull);
     ck_assert_uint_eq(kiln__bits_ftz(KILN_F32, 0x807fffff), 0x80000000u);
     ck_assert_uint_eq(kiln__bits_ftz(KILN_F16, 0x03ff), 0x0000);
     ck_assert_uint_eq(kiln__bits_ftz(KILN_F32, 0x00800000), 0x00800000u);
