@@ -41,7 +41,10 @@ ifeq ($(SAN),cov)
   OPTFLAGS := -O0 -g
 endif
 
-CFLAGS  := $(CFLAGS_BASE) $(OPTFLAGS) $(SANFLAGS) $(EXTRA_CFLAGS)
+# The sanitizer and coverage builds are debug builds: -DKILN_DEBUG turns
+# on the invariant checkers too slow for every call (KILN_ASSERT_SLOW).
+DEBUGFLAGS := $(if $(SAN),-DKILN_DEBUG)
+CFLAGS  := $(CFLAGS_BASE) $(OPTFLAGS) $(SANFLAGS) $(DEBUGFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS := $(SANFLAGS) -pthread
 SYSLIBS := -ldl -lm -lpthread -lrt
 # Static Check/subunit/jansson (see the header comment).
@@ -191,7 +194,8 @@ test:
 # $(BUILD)/kdb-tally.txt; the totals must be 0 (tests/unit/test_kernel_db.c).
 test-unit: $(BUILD)/unit_tests
 	rm -f $(BUILD)/kdb-tally.txt
-	KILN_TEST_PLUGIN=$(abspath $(BUILD)/plugins/libkiln_test_plugin.so) \
+	KILN_TEST_ENV_REQUIRED=1 \
+	  KILN_TEST_PLUGIN=$(abspath $(BUILD)/plugins/libkiln_test_plugin.so) \
 	  KILN_KDB_TALLY=$(abspath $(BUILD)/kdb-tally.txt) \
 	  KILN_BIN=$(abspath $(BUILD)/kiln) $(BUILD)/unit_tests
 	@awk '{t += $$(NF-3); w += $$(NF-2); c += $$(NF-1); s += $$NF} END { \
@@ -214,7 +218,7 @@ ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 \
   UBSAN_OPTIONS=print_stacktrace=1
 test-asan:
 	$(MAKE) -j$(JOBS) BUILD=$(BUILD)/asan SAN=asan all unit
-	$(ASAN_ENV) \
+	$(ASAN_ENV) KILN_TEST_ENV_REQUIRED=1 \
 	  KILN_TEST_PLUGIN=$(abspath $(BUILD)/asan/plugins/libkiln_test_plugin.so) \
 	  KILN_BIN=$(abspath $(BUILD)/asan/kiln) $(BUILD)/asan/unit_tests
 	$(ASAN_ENV) \
@@ -247,7 +251,7 @@ check-vectors:
 # ThreadSanitizer: the suites whose names start with "threads".
 test-tsan:
 	$(MAKE) -j$(JOBS) BUILD=$(BUILD)/tsan SAN=tsan unit
-	TSAN_OPTIONS=halt_on_error=1 KILN_TEST_FILTER=threads \
+	TSAN_OPTIONS=halt_on_error=1 KILN_TEST_FILTER=threads KILN_TEST_ENV_REQUIRED=1 \
 	  KILN_TEST_PLUGIN=$(abspath $(BUILD)/tsan/plugins/libkiln_test_plugin.so) \
 	  $(BUILD)/tsan/unit_tests
 
@@ -278,6 +282,7 @@ examples: all
 docs-check: all
 	$(PYTHON) scripts/docs_check.py $(BUILD)/kiln --python $(PYTHON_SYS)
 	$(PYTHON) testgen/check_catalogue.py $(BUILD)/kiln
+	$(PYTHON) testgen/check_tables.py $(BUILD)/kiln
 
 # The comment-trigger grammar, the gate, the workflow lint and their tests,
 # the fuzz corpus through the fuzz target's checks, and shellcheck on the
@@ -402,7 +407,8 @@ fuzz-kdb:
 coverage:
 	$(MAKE) -j$(JOBS) BUILD=build/cov SAN=cov all unit
 	lcov --zerocounters --directory build/cov >/dev/null
-	KILN_TEST_PLUGIN=$(abspath build/cov/plugins/libkiln_test_plugin.so) \
+	KILN_TEST_ENV_REQUIRED=1 \
+	  KILN_TEST_PLUGIN=$(abspath build/cov/plugins/libkiln_test_plugin.so) \
 	  KILN_BIN=$(abspath build/cov/kiln) build/cov/unit_tests
 	-build/cov/kiln conform --backend ref >/dev/null
 	lcov --capture --directory build/cov --output-file build/cov/coverage.info \

@@ -14,18 +14,22 @@
 **            equality is full equality).
 ** Options of level `none` are in neither key, so they never cause a miss.
 **
-** Invariants:
+** Invariants (plan_table_ok() and kern_table_ok() check them, with the
+** table's lock held, in assert()s of debug builds; see below):
 **   - each table is a hash table of chains plus one LRU list (head = most
-**     recently used); count <= capacity after every insert, except that
-**     entries still in use are never evicted early (they leave the table
-**     but are freed by their last release);
+**     recently used); an entry is in both or in neither; an entry in use
+**     when it is evicted leaves the table and is freed by its last release;
+**   - count <= capacity after every insert, except that a PENDING kernel
+**     is never evicted;
 **   - an entry's refs counts the cache (1 while in the table) plus every
 **     execute using it; the last release frees it;
 **   - single flight: a missing kernel is inserted in state PENDING before it
 **     is compiled (outside the lock); a second thread that needs it waits
 **     on kern_cv until it is READY or FAILED.  A FAILED entry is removed
-**     from the table at once, so a later call compiles again.
+**     from the table at once, so a later call compiles again: no entry in
+**     the table is FAILED.
 */
+#include <assert.h>
 #include <string.h>
 
 #include "core.h"
@@ -145,6 +149,61 @@ void kiln__caches_fini(kiln__caches *c)
     pthread_mutex_destroy(&c->var_mu);
 }
 
+/* ------------------------------------------------------------ invariants */
+
+/* Checkers used only inside assert()s (KILN_ASSERT_SLOW: they walk a whole
+** table, so only debug builds run them), with the table's lock held.  Each
+** returns 1 when the header's invariants hold.  kern_table_ok's
+** `inserted`: the call just inserted a kernel, so the capacity rule
+** applies (a PENDING kernel that becomes READY is not evicted until the
+** next insert). */
+static __attribute__((unused)) int plan_table_ok(const kiln__caches *c)
+{
+    size_t n = 0;
+    for (const kiln__plan *p = c->plan_head, *prev = NULL; p != NULL;
+         prev = p, p = p->lru_next) {
+        if (p->lru_prev != prev || (p->lru_next == NULL && c->plan_tail != p))
+            return 0; /* the LRU list is doubly linked, head to tail */
+        const kiln__plan *q = c->plan_buckets[p->hash & (c->plan_nb - 1)];
+        while (q != NULL && q != p)
+            q = q->chain;
+        if (q == NULL || atomic_load(&p->refs) < 1)
+            return 0; /* in its bucket's chain; holds the cache's reference */
+        if (++n > c->plan_count)
+            return 0;
+    }
+    size_t chained = 0;
+    for (size_t b = 0; b < c->plan_nb; b++)
+        for (const kiln__plan *q = c->plan_buckets[b]; q != NULL; q = q->chain)
+            chained++;
+    return n == c->plan_count && chained == n && (n == 0) == (c->plan_tail == NULL) &&
+           n <= c->plan_cap;
+}
+
+static __attribute__((unused)) int kern_table_ok(const kiln__caches *c, int inserted)
+{
+    size_t n = 0, pending = 0;
+    for (const kiln__kernel *k = c->kern_head, *prev = NULL; k != NULL;
+         prev = k, k = k->lru_next) {
+        if (k->lru_prev != prev || (k->lru_next == NULL && c->kern_tail != k))
+            return 0;
+        const kiln__kernel *q = c->kern_buckets[k->hash & (c->kern_nb - 1)];
+        while (q != NULL && q != k)
+            q = q->chain;
+        if (q == NULL || atomic_load(&k->refs) < 1 || !k->in_cache || k->state == 2)
+            return 0; /* no FAILED entry stays in the table */
+        pending += k->state == 0;
+        if (++n > c->kern_count)
+            return 0;
+    }
+    size_t chained = 0;
+    for (size_t b = 0; b < c->kern_nb; b++)
+        for (const kiln__kernel *q = c->kern_buckets[b]; q != NULL; q = q->chain)
+            chained++;
+    return n == c->kern_count && chained == n && (n == 0) == (c->kern_tail == NULL) &&
+           (!inserted || n <= c->kern_cap + pending);
+}
+
 /* ------------------------------------------------------------ plan cache */
 
 static int plan_matches(const kiln__plan *p, uint64_t h, const uint64_t *key,
@@ -193,6 +252,8 @@ kiln__plan *kiln__plan_find(kiln__caches *c, uint64_t h, const uint64_t *key,
     } else {
         c->plan_misses++;
     }
+    assert(p == NULL || c->plan_head == p); /* most recently used */
+    KILN_ASSERT_SLOW(plan_table_ok(c));
     pthread_mutex_unlock(&c->plan_mu);
     return p;
 }
@@ -259,6 +320,7 @@ kiln__plan *kiln__plan_insert(kiln__caches *c, kiln__plan *p)
         old->lru_next = evict; /* free after unlocking */
         evict = old;
     }
+    KILN_ASSERT_SLOW(plan_table_ok(c));
     pthread_mutex_unlock(&c->plan_mu);
     release_plans(evict);
     return p;
@@ -452,6 +514,7 @@ kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
             }
             while (k->state == 0)
                 pthread_cond_wait(&c->kern_cv, &c->kern_mu);
+            KILN_ASSERT_SLOW(kern_table_ok(c, 0));
             pthread_mutex_unlock(&c->kern_mu);
             if (k->state == 2) {
                 kiln_status st = k->status;
@@ -502,6 +565,7 @@ kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
     } else {
         atomic_store(&k->refs, 1);
     }
+    KILN_ASSERT_SLOW(kern_table_ok(c, 1));
     pthread_mutex_unlock(&c->kern_mu);
     release_kernels(evict);
 
@@ -526,6 +590,7 @@ kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
         }
     }
     pthread_cond_broadcast(&c->kern_cv);
+    KILN_ASSERT_SLOW(kern_table_ok(c, 0));
     pthread_mutex_unlock(&c->kern_mu);
     if (st != KILN_OK) {
         kiln__err(st, "backend %s: %s", ctx->name,

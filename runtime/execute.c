@@ -717,7 +717,8 @@ static kiln_status check_inputs(call *c, kiln__sig *sig)
         if (numel_of(f->nodes[v].rank, c->shapes[v]) > INT32_MAX)
             sig->index64 = 1;
         int op = f->nodes[v].op;
-        if (op != KILN_OP_RMAX && op != KILN_OP_RMIN)
+        kiln_reduce r = kiln__op_desc((kiln_op)op)->reduce;
+        if (r != KILN_REDUCE_MAX && r != KILN_REDUCE_MIN)
             continue;
         const int64_t *src = c->shapes[f->nodes[v].args[0]];
         for (int a = 0; a < f->nodes[f->nodes[v].args[0]].rank; a++)

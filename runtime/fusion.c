@@ -33,74 +33,106 @@
 
 /* ------------------------------------------------------------ op table */
 
+/* THE op table (the single source of truth for ops; docs/fusion-format.md
+** section 3).  A row is the op's KILN_OP_TABLE entry in kiln.h (value,
+** name, arity, kind: the part of the table that is ABI) followed by the
+** columns below, keyed by the op's enum name: the accepted operand dtypes,
+** the result dtype and the reduction kind.  A missing OPROW_ is a compile
+** error, a repeated or out-of-range value as well (-Woverride-init under
+** -Werror; array bounds).  Everything in C reads these rows through
+** kiln__op_desc() or kiln_op_info(): the builder, the .kf parser, the
+** planner, the backends and `kiln fusion --op-table-json`, which testgen's
+** copy (testgen/optable.py) is checked against. */
+
 #define DT(t) (1u << (t))
-#define T_ALL 0x7fu
+#define T_ALL ((1u << KILN_DTYPE_COUNT) - 1u)
 #define T_NUM (DT(KILN_I32) | DT(KILN_I64) | DT(KILN_F32) | DT(KILN_F64))
 #define T_FLT (DT(KILN_F32) | DT(KILN_F64))
 #define T_EQ (DT(KILN_BOOL) | T_NUM)
 #define T_BOOL DT(KILN_BOOL)
 #define T_MM (DT(KILN_F16) | DT(KILN_BF16) | DT(KILN_F32))
 
-/* Result column: a dtype, or one of these. */
-#define R_SAME (-1)  /* same dtype as the (value) operands */
-#define R_GIVEN (-2) /* chosen by the constructor: input/const dtype, cast target */
+/* accepts, result, reduce.  For `where` the mask applies to the two value
+** operands; the condition is bool. */
+#define OPROW_KILN_OP_INPUT T_ALL, KILN_RESULT_GIVEN, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_CONST T_ALL, KILN_RESULT_GIVEN, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_NEG T_NUM, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_ABS T_NUM, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_EXP T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_LOG T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_SQRT T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_RSQRT T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_RECIPROCAL T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_SIN T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_COS T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_TANH T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_SIGMOID T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_RELU T_NUM, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_ERF T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_FLOOR T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_CEIL T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_ADD T_NUM, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_SUB T_NUM, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_MUL T_NUM, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_DIV T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_POW T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_MAXIMUM T_NUM, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_MINIMUM T_NUM, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_EQ T_EQ, KILN_BOOL, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_NE T_EQ, KILN_BOOL, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_LT T_NUM, KILN_BOOL, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_LE T_NUM, KILN_BOOL, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_GT T_NUM, KILN_BOOL, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_GE T_NUM, KILN_BOOL, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_AND T_BOOL, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_OR T_BOOL, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_NOT T_BOOL, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_WHERE T_ALL, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_FMA T_FLT, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_CAST T_ALL, KILN_RESULT_GIVEN, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_BROADCAST T_ALL, KILN_RESULT_SAME, KILN_REDUCE_NONE
+#define OPROW_KILN_OP_SUM T_NUM, KILN_RESULT_SAME, KILN_REDUCE_SUM
+#define OPROW_KILN_OP_RMAX T_NUM, KILN_RESULT_SAME, KILN_REDUCE_MAX
+#define OPROW_KILN_OP_RMIN T_NUM, KILN_RESULT_SAME, KILN_REDUCE_MIN
+#define OPROW_KILN_OP_MATMUL T_MM, KILN_F32, KILN_REDUCE_NONE
 
-/* Accepted operand dtypes and result of each op, keyed by the op's enum name
-** in KILN_OP_TABLE (kiln.h, which gives name, arity and kind).  For `where`
-** the mask applies to the two value operands; the condition is bool. */
-#define OPDT_KILN_OP_INPUT T_ALL, R_GIVEN
-#define OPDT_KILN_OP_CONST T_ALL, R_GIVEN
-#define OPDT_KILN_OP_NEG T_NUM, R_SAME
-#define OPDT_KILN_OP_ABS T_NUM, R_SAME
-#define OPDT_KILN_OP_EXP T_FLT, R_SAME
-#define OPDT_KILN_OP_LOG T_FLT, R_SAME
-#define OPDT_KILN_OP_SQRT T_FLT, R_SAME
-#define OPDT_KILN_OP_RSQRT T_FLT, R_SAME
-#define OPDT_KILN_OP_RECIPROCAL T_FLT, R_SAME
-#define OPDT_KILN_OP_SIN T_FLT, R_SAME
-#define OPDT_KILN_OP_COS T_FLT, R_SAME
-#define OPDT_KILN_OP_TANH T_FLT, R_SAME
-#define OPDT_KILN_OP_SIGMOID T_FLT, R_SAME
-#define OPDT_KILN_OP_RELU T_NUM, R_SAME
-#define OPDT_KILN_OP_ERF T_FLT, R_SAME
-#define OPDT_KILN_OP_FLOOR T_FLT, R_SAME
-#define OPDT_KILN_OP_CEIL T_FLT, R_SAME
-#define OPDT_KILN_OP_ADD T_NUM, R_SAME
-#define OPDT_KILN_OP_SUB T_NUM, R_SAME
-#define OPDT_KILN_OP_MUL T_NUM, R_SAME
-#define OPDT_KILN_OP_DIV T_FLT, R_SAME
-#define OPDT_KILN_OP_POW T_FLT, R_SAME
-#define OPDT_KILN_OP_MAXIMUM T_NUM, R_SAME
-#define OPDT_KILN_OP_MINIMUM T_NUM, R_SAME
-#define OPDT_KILN_OP_EQ T_EQ, KILN_BOOL
-#define OPDT_KILN_OP_NE T_EQ, KILN_BOOL
-#define OPDT_KILN_OP_LT T_NUM, KILN_BOOL
-#define OPDT_KILN_OP_LE T_NUM, KILN_BOOL
-#define OPDT_KILN_OP_GT T_NUM, KILN_BOOL
-#define OPDT_KILN_OP_GE T_NUM, KILN_BOOL
-#define OPDT_KILN_OP_AND T_BOOL, R_SAME
-#define OPDT_KILN_OP_OR T_BOOL, R_SAME
-#define OPDT_KILN_OP_NOT T_BOOL, R_SAME
-#define OPDT_KILN_OP_WHERE T_ALL, R_SAME
-#define OPDT_KILN_OP_FMA T_FLT, R_SAME
-#define OPDT_KILN_OP_CAST T_ALL, R_GIVEN
-#define OPDT_KILN_OP_BROADCAST T_ALL, R_SAME
-#define OPDT_KILN_OP_SUM T_NUM, R_SAME
-#define OPDT_KILN_OP_RMAX T_NUM, R_SAME
-#define OPDT_KILN_OP_RMIN T_NUM, R_SAME
-#define OPDT_KILN_OP_MATMUL T_MM, KILN_F32
-
-static const kiln_op_info op_table[KILN_OP_COUNT] = {
-#define KILN_X_(id, text, arity, kind) [id] = {text, arity, kind, OPDT_##id},
+static const kiln_op_desc op_table[KILN_OP_COUNT] = {
+#define KILN_X_(id, value, text, arity, kind)                                  \
+    [value] = {sizeof(kiln_op_desc), id, text, arity, kind, OPROW_##id},
     KILN_OP_TABLE(KILN_X_)
 #undef KILN_X_
 };
 
-const kiln_op_info *kiln__op_info(kiln_op op)
+const kiln_op_desc *kiln__op_desc(kiln_op op)
 {
     if ((int)op < 0 || op >= KILN_OP_COUNT)
         return NULL;
     return &op_table[op];
+}
+
+int kiln__op_is_reduce(int op)
+{
+    const kiln_op_desc *d = kiln__op_desc((kiln_op)op);
+    return d != NULL && d->reduce != KILN_REDUCE_NONE;
+}
+
+kiln_status kiln_op_info(kiln_op op, kiln_op_desc *out)
+{
+    const kiln_op_desc *d = kiln__op_desc(op);
+    if (d == NULL)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_op_info: invalid op %d (the ops are 0..%d)",
+                         (int)op, KILN_OP_COUNT - 1);
+    if (out == NULL)
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT, "kiln_op_info: out is NULL");
+    if (out->struct_size < sizeof *d) /* the first version is the minimum */
+        return kiln__err(KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_op_info: out->struct_size %zu is smaller than "
+                         "sizeof(kiln_op_desc) %zu",
+                         out->struct_size, sizeof *d);
+    *out = *d; /* struct_size = the bytes filled */
+    kiln__err_clear();
+    return KILN_OK;
 }
 
 /* "f32, f64" into buf: the dtypes of mask, in enum order. */
@@ -293,7 +325,7 @@ kiln_status kiln_fusion_const(kiln_fusion *f, kiln_dtype dtype, uint64_t bits,
 /* ------------------------------------------------------------ pointwise */
 
 /* The dtype error of operand dtype t for op `info` at node id `at`. */
-static kiln_status reject_dtype(const kiln_op_info *info, uint32_t at,
+static kiln_status reject_dtype(const kiln_op_desc *info, uint32_t at,
                                 kiln_value v, int t)
 {
     char acc[96];
@@ -317,7 +349,7 @@ kiln_status kiln_fusion_op(kiln_fusion *f, kiln_op op, const kiln_value *args,
     kiln_status s = builder_check(f, out, "op");
     if (s != KILN_OK)
         return s;
-    const kiln_op_info *info = kiln__op_info(op);
+    const kiln_op_desc *info = kiln__op_desc(op);
     if (info == NULL)
         return kiln__err(KILN_ERR_FUSION, "op at %%%u: invalid op %d",
                          f->n_nodes, (int)op);
@@ -328,10 +360,7 @@ kiln_status kiln_fusion_op(kiln_fusion *f, kiln_op op, const kiln_value *args,
                          "%s at %%%u: not a pointwise op; build it with its "
                          "own function (kiln_fusion_%s)",
                          info->name, at,
-                         op == KILN_OP_RMAX || op == KILN_OP_RMIN ||
-                                 op == KILN_OP_SUM
-                             ? "reduce"
-                             : info->name);
+                         info->reduce != KILN_REDUCE_NONE ? "reduce" : info->name);
     if (nargs != info->arity)
         return kiln__err(KILN_ERR_FUSION,
                          "%s at %%%u: takes %d operand%s, got %d", info->name,
@@ -391,7 +420,7 @@ kiln_status kiln_fusion_op(kiln_fusion *f, kiln_op op, const kiln_value *args,
     }
     if (rank < 0)
         rank = 0;
-    kiln_ir_node n = kiln__ir_node_blank(op, info->result == R_SAME ? t : info->result,
+    kiln_ir_node n = kiln__ir_node_blank(op, info->result == KILN_RESULT_SAME ? t : info->result,
                                 rank);
     n.bcast = bcast & rank_mask(rank);
     for (int i = 0; i < nargs; i++)
@@ -475,12 +504,12 @@ kiln_status kiln_fusion_reduce(kiln_fusion *f, kiln_op op, kiln_value a,
     if (s != KILN_OK)
         return s;
     uint32_t at = f->n_nodes;
-    if (op != KILN_OP_SUM && op != KILN_OP_RMAX && op != KILN_OP_RMIN)
+    if (!kiln__op_is_reduce(op))
         return kiln__err(KILN_ERR_FUSION,
                          "reduce at %%%u: op %s is not a reduction (sum, max, "
                          "min)",
                          at, kiln_op_name(op) ? kiln_op_name(op) : "(invalid)");
-    const kiln_op_info *info = kiln__op_info(op);
+    const kiln_op_desc *info = kiln__op_desc(op);
     char what[48];
     snprintf(what, sizeof what, "%s at %%%u", info->name, at);
     if ((s = check_value(f, a, what)) != KILN_OK)

@@ -182,6 +182,16 @@ static int word_is(const tok *t, const char *w)
     return t->kind == TK_WORD && t->n == n && memcmp(t->s, w, n) == 0;
 }
 
+/* The reduction op (the op table's rows with a reduce kind) named by word
+** t, or KILN_OP_COUNT. */
+static kiln_op reduction_named(const tok *t)
+{
+    for (int k = 0; k < KILN_OP_COUNT; k++)
+        if (kiln__op_is_reduce(k) && word_is(t, kiln_op_name((kiln_op)k)))
+            return (kiln_op)k;
+    return KILN_OP_COUNT;
+}
+
 /* Read a token and require its kind; `what` describes what was expected. */
 static kiln_status expect(parser *p, tok *t, int kind, const char *what)
 {
@@ -586,11 +596,8 @@ static kiln_status definition(parser *p, kiln_value *v)
         if ((s = expect_eol(p)) != KILN_OK)
             return s;
         s = kiln_fusion_broadcast(f, a, rank, is_new, v);
-    } else if (word_is(&op, "sum") || word_is(&op, "max") ||
-               word_is(&op, "min")) {
-        kiln_op rop = op.s[1] == 'u' ? KILN_OP_SUM
-                      : op.s[1] == 'a' ? KILN_OP_RMAX
-                                       : KILN_OP_RMIN;
+    } else if (reduction_named(&op) != KILN_OP_COUNT) {
+        kiln_op rop = reduction_named(&op);
         int axes[KILN_MAX_RANK], n, keep = 0;
         unsigned long cols[KILN_MAX_RANK];
         if ((s = operand(p, &a, "a value (%name)")) != KILN_OK ||
@@ -617,10 +624,10 @@ static kiln_status definition(parser *p, kiln_value *v)
             return s;
         s = kiln_fusion_matmul(f, a, b, v);
     } else {
-        const kiln_op_info *info = NULL;
+        const kiln_op_desc *info = NULL;
         kiln_op pop = KILN_OP_COUNT;
         for (int k = 0; k < KILN_OP_COUNT; k++) {
-            const kiln_op_info *r = kiln__op_info((kiln_op)k);
+            const kiln_op_desc *r = kiln__op_desc((kiln_op)k);
             if (strlen(r->name) == op.n && memcmp(r->name, op.s, op.n) == 0 &&
                 (r->kind != 's' || k == KILN_OP_FMA)) {
                 info = r;

@@ -54,6 +54,16 @@ char *kiln__strndup(const char *s, size_t n);
 void kiln__free(void *p);
 long kiln__fault_after(long n);
 
+/* assert() for invariant checkers too slow for every call (a walk of a
+** whole table, SQLite style): compiled only in debug builds, -DKILN_DEBUG
+** (make's sanitizer and coverage builds); cheap checks use assert(). */
+#ifdef KILN_DEBUG
+#include <assert.h>
+#define KILN_ASSERT_SLOW(x) assert(x)
+#else
+#define KILN_ASSERT_SLOW(x) ((void)0)
+#endif
+
 /* ---------------------------------------------------------------- helpers */
 
 /* Strings a backend writes into a host buffer of cap bytes: error messages,
@@ -234,15 +244,11 @@ struct kiln_fusion {
 /* A node of `op` with no operands (args -1, io -1, everything else 0). */
 kiln_ir_node kiln__ir_node_blank(int op, int dtype, int rank);
 
-/* Op table row (fusion.c): the single source of truth for ops. */
-typedef struct kiln_op_info {
-    const char *name;
-    int arity;
-    char kind;            /* as in KILN_OP_TABLE */
-    uint32_t accepts;     /* bit per kiln_dtype accepted (first operand) */
-    int result;           /* result dtype, or -1 = same as operand */
-} kiln_op_info;
-const kiln_op_info *kiln__op_info(kiln_op op);
+/* The op table's row of op (fusion.c, the single source of truth for
+** ops; kiln.h documents kiln_op_desc), or NULL for an invalid op. */
+const kiln_op_desc *kiln__op_desc(kiln_op op);
+/* 1 when op is a valid op with a reduction kind (sum, max, min). */
+int kiln__op_is_reduce(int op);
 
 /* Concrete shapes of every node of a finalized fusion for the given input
 ** sizes (validates ranks, dtypes, broadcast axes and size agreement).

@@ -14,11 +14,6 @@
 
 static int is_float(int dt) { return dt == KILN_F32 || dt == KILN_F64; }
 static int is_int(int dt) { return dt == KILN_I32 || dt == KILN_I64; }
-static int is_reduce(int op)
-{
-    return op == KILN_OP_SUM || op == KILN_OP_RMAX || op == KILN_OP_RMIN;
-}
-
 static int32_t res(const kiln_ir_work *w, int32_t i)
 {
     while (i >= 0 && w->alias[i] != i)
@@ -369,7 +364,7 @@ void kiln__ir_simplify(kiln_ir_work *w, const kiln_kernel_options *ko)
         for (int k = 0; k < 3; k++)
             if (x->args[k] >= 0)
                 x->args[k] = res(w, x->args[k]);
-        if (x->op == KILN_OP_CONST || is_reduce(x->op) || x->op == KILN_OP_MATMUL)
+        if (x->op == KILN_OP_CONST || kiln__op_is_reduce(x->op) || x->op == KILN_OP_MATMUL)
             continue;
         if (x->op != KILN_OP_INPUT) {
             if (kiln__ir_pass_on(off, KILN_SP_FOLD) && try_fold(w, (int32_t)i, fm))

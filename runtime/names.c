@@ -10,7 +10,7 @@
 const char *kiln_dtype_name(kiln_dtype t)
 {
     switch (t) {
-#define KILN_X_(name, value, text, size)                                       \
+#define KILN_X_(name, value, text, size, ebits, mbits)                         \
     case name:                                                                 \
         return text;
         KILN_DTYPE_TABLE(KILN_X_)
@@ -23,7 +23,7 @@ const char *kiln_dtype_name(kiln_dtype t)
 size_t kiln_dtype_size(kiln_dtype t)
 {
     switch (t) {
-#define KILN_X_(name, value, text, size)                                       \
+#define KILN_X_(name, value, text, size, ebits, mbits)                         \
     case name:                                                                 \
         return size;
         KILN_DTYPE_TABLE(KILN_X_)
@@ -49,8 +49,8 @@ kiln_status kiln_dtype_parse(const char *name, kiln_dtype *out)
                      name);
 }
 
-static const char *const op_names[] = {
-#define KILN_X_(name, text, arity, kind) text,
+static const char *const op_names[KILN_OP_COUNT] = {
+#define KILN_X_(name, value, text, arity, kind) [value] = text,
     KILN_OP_TABLE(KILN_X_)
 #undef KILN_X_
 };

@@ -54,14 +54,20 @@ static int bitlen64(uint64_t x) /* x != 0 */
     return 64 - __builtin_clzll(x);
 }
 
-/* Format descriptions: fraction bits and exponent bits. */
+/* Format descriptions: fraction bits and exponent bits, from the dtype
+** table (kiln.h); ebits 0 for a dtype that is not a float. */
 typedef struct fmt {
     int mant, ebits;
 } fmt;
-static const fmt FMT_F16 = {10, 5};
-static const fmt FMT_BF16 = {7, 8};
-static const fmt FMT_F32 = {23, 8};
-static const fmt FMT_F64 = {52, 11};
+static const fmt FMTS[KILN_DTYPE_COUNT] = {
+#define KILN_X_(id, value, text, size, ebits, mbits) [value] = {mbits, ebits},
+    KILN_DTYPE_TABLE(KILN_X_)
+#undef KILN_X_
+};
+#define FMT_F16 FMTS[KILN_F16]
+#define FMT_BF16 FMTS[KILN_BF16]
+#define FMT_F32 FMTS[KILN_F32]
+#define FMT_F64 FMTS[KILN_F64]
 
 /* Round sign * mag * 2^e (exact) to format f, ties to even.  Returns the
 ** bit pattern. */
@@ -212,7 +218,7 @@ int64_t kiln__f64_to_i64(double d)
 
 int kiln__dtype_is_float(kiln_dtype t)
 {
-    return t == KILN_F16 || t == KILN_BF16 || t == KILN_F32 || t == KILN_F64;
+    return (unsigned)t < KILN_DTYPE_COUNT && FMTS[t].ebits != 0;
 }
 
 uint64_t kiln__load_bits(kiln_dtype t, const void *p)
@@ -405,22 +411,10 @@ void kiln__convert(kiln_dtype to, void *dst, kiln_dtype from, const void *src,
 
 static int float_fmt(kiln_dtype t, fmt *f)
 {
-    switch (t) {
-    case KILN_F16:
-        *f = FMT_F16;
-        return 1;
-    case KILN_BF16:
-        *f = FMT_BF16;
-        return 1;
-    case KILN_F32:
-        *f = FMT_F32;
-        return 1;
-    case KILN_F64:
-        *f = FMT_F64;
-        return 1;
-    default:
+    if ((unsigned)t >= KILN_DTYPE_COUNT || FMTS[t].ebits == 0)
         return 0;
-    }
+    *f = FMTS[t];
+    return 1;
 }
 
 static uint64_t mag_mask(fmt f) { return (1ull << (f.mant + f.ebits)) - 1; }

@@ -46,7 +46,11 @@
 ** values share a domain exactly when their class arrays are equal, which
 ** holds for every input sizes of the same signature.  So a plan depends on
 ** the signature only, never on concrete sizes.
+**
+** What every built plan satisfies is checked by plan_invariants() in an
+** assert() at the end of kiln__plan_build.
 */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,15 +90,10 @@ typedef struct planner {
 
 static int is_pointwise(int op)
 {
-    const kiln_op_info *info = kiln__op_info((kiln_op)op);
+    const kiln_op_desc *info = kiln__op_desc((kiln_op)op);
     return op == KILN_OP_FMA || op == KILN_OP_CAST ||
            (info != NULL && strchr("ubclw", info->kind) != NULL &&
             info->kind != 0);
-}
-
-static int is_reduce(int op)
-{
-    return op == KILN_OP_SUM || op == KILN_OP_RMAX || op == KILN_OP_RMIN;
 }
 
 static const int32_t *cls_of(const kiln_fusion *f, int32_t v)
@@ -214,7 +213,7 @@ static kiln_status form_segments(planner *P, const struct kiln_options *o)
         const kiln_ir_node *n = &f->nodes[i];
         int32_t seg = (int32_t)P->n_segs;
         int absorb = !(P->split[i] & SPLIT_NOABSORB);
-        if (is_reduce(n->op)) {
+        if (kiln__op_is_reduce(n->op)) {
             P->owner[i] = seg;
             add_seg(P, KILN_SEGK_REDUCTION, (int32_t)i, n->args[0], n->axes, 0);
             if (absorb)
@@ -465,7 +464,7 @@ static int32_t emit(emitter *E, int32_t v, uint8_t part, const int8_t *map)
                 sub[k++] = map[j];
         return emit(E, fn->args[0], part, sub);
     }
-    if (is_reduce(fn->op)) { /* this segment's own REDUCE, in keepdim form */
+    if (kiln__op_is_reduce(fn->op)) { /* this segment's own REDUCE, in keepdim form */
         int8_t id[KILN_MAX_RANK];
         memset(id, -1, sizeof id);
         for (int a = 0; a < r; a++)
@@ -869,7 +868,7 @@ static int split_check(planner *P, const emitter *E, const int32_t *outs,
         const kiln_ir_node *x = &E->nodes[i];
         for (int k = 0; k < 3; k++) {
             int32_t a = x->args[k];
-            if (a >= 0 && (cs.post[a] || is_reduce(E->nodes[a].op) ||
+            if (a >= 0 && (cs.post[a] || kiln__op_is_reduce(E->nodes[a].op) ||
                            E->nodes[a].op == KILN_OP_MATMUL))
                 cs.post[i] = 1;
         }
@@ -1086,6 +1085,70 @@ done:
     return st;
 }
 
+/* ----------------------------------------------------------- invariants */
+
+/* The IR variant ir of segment ps is in backend.h's form: operands are
+** earlier nodes, no BROADCAST node is left (rule 4), its INPUT nodes are
+** the segment's leaves in order (the k-th has io k), and its outputs are
+** n_outs of its nodes. */
+static int segir_ok(const kiln__pseg *ps, const kiln__segir *ir)
+{
+    uint32_t inputs = 0;
+    for (uint32_t i = 0; i < ir->n_nodes; i++) {
+        const kiln_ir_node *n = &ir->nodes[i];
+        if (n->op == KILN_OP_BROADCAST || n->op >= KILN_OP_COUNT)
+            return 0;
+        for (int k = 0; k < 3; k++)
+            if (n->args[k] >= (int32_t)i || n->args[k] < -1)
+                return 0;
+        if (n->op == KILN_OP_INPUT && n->io != (int32_t)inputs++)
+            return 0;
+    }
+    for (uint32_t k = 0; k < ps->n_outs; k++)
+        if (ir->outputs[k] < 0 || (uint32_t)ir->outputs[k] >= ir->n_nodes)
+            return 0;
+    return inputs == ps->n_leaves;
+}
+
+/* Checker used only inside assert(): every segment's IR variants are in
+** backend.h's form (segir_ok); the contracted variant exists exactly when
+** `contracts` and only replaces add(mul) pairs (rule 5: never more
+** nodes); a segment reads only fusion inputs and values written by earlier
+** segments (rules 2-4), and no value is written twice; every fusion output
+** is written by a segment.  Returns 1 when all hold (or when its scratch
+** cannot be allocated). */
+static __attribute__((unused)) int plan_invariants(const kiln__plan *p)
+{
+    int32_t *writer = kiln__malloc((p->f_n_nodes ? p->f_n_nodes : 1) * sizeof *writer);
+    if (writer == NULL)
+        return 1;
+    int ok = 1;
+    for (uint32_t i = 0; i < p->f_n_nodes; i++)
+        writer[i] = -1;
+    for (uint32_t s = 0; ok && s < p->n_segs; s++) {
+        const kiln__pseg *ps = &p->segs[s];
+        ok = segir_ok(ps, &ps->ir[0]) &&
+             (ps->contracts ? segir_ok(ps, &ps->ir[1]) &&
+                                  ps->ir[1].n_nodes <= ps->ir[0].n_nodes
+                            : ps->ir[1].nodes == NULL);
+        for (uint32_t k = 0; ok && k < ps->n_leaves; k++) {
+            int32_t v = ps->leaves[k].node;
+            ok = v >= 0 && (uint32_t)v < p->f_n_nodes &&
+                 (p->f_nodes[v].op == KILN_OP_INPUT || writer[v] >= 0);
+        }
+        for (uint32_t k = 0; ok && k < ps->n_outs; k++) {
+            int32_t v = ps->outs[k].node;
+            ok = v >= 0 && (uint32_t)v < p->f_n_nodes && writer[v] < 0;
+            if (ok)
+                writer[v] = (int32_t)s;
+        }
+    }
+    for (uint32_t j = 0; ok && j < p->f_n_outputs; j++)
+        ok = writer[p->f_outputs[j]] >= 0;
+    kiln__free(writer);
+    return ok;
+}
+
 /* ---------------------------------------------------------------- build */
 
 /* Free p's segments (their array included). */
@@ -1160,7 +1223,7 @@ kiln_status kiln__plan_build(const kiln_fusion *f,
         P.out_idx[i] = -1;
         P.owner[i] = -1;
         const kiln_ir_node *nd = &f->nodes[i];
-        P.hard[i] = (uint8_t)(is_reduce(nd->op) || nd->op == KILN_OP_MATMUL);
+        P.hard[i] = (uint8_t)(kiln__op_is_reduce(nd->op) || nd->op == KILN_OP_MATMUL);
         P.pw[i] = (uint8_t)is_pointwise(nd->op);
         for (int k = 0; k < 3; k++)
             if (nd->args[k] >= 0)
@@ -1263,6 +1326,7 @@ kiln_status kiln__plan_build(const kiln_fusion *f,
     memcpy(p->f_outputs, f->outputs, f->n_outputs * sizeof *p->f_outputs);
     p->f_n_nodes = P.n;
     p->f_n_outputs = f->n_outputs;
+    assert(plan_invariants(p));
     *out = p;
     p = NULL;
     goto cleanup;
@@ -1339,7 +1403,7 @@ void kiln__plan_dump(const kiln__plan *p, FILE *out)
                 fprintf(out, " io %d", n->io);
             if (n->op == KILN_OP_CONST)
                 fprintf(out, " 0x%llx", (unsigned long long)n->bits);
-            if (is_reduce(n->op))
+            if (kiln__op_is_reduce(n->op))
                 fprintf(out, " axes 0x%x", n->axes);
             fputc('\n', out);
         }

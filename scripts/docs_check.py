@@ -55,7 +55,8 @@ Conventions, for every docs/*.md file:
      through `KILN options` and the message on stderr must report that
      kind, source, offset and token;
    - between <!-- op-table:begin --> and <!-- op-table:end --> (optional):
-     | NAME | ARITY | DTYPES | RESULT | from `KILN fusion --op-table-json`
+     | VALUE | NAME | ARITY | DTYPES | RESULT | REDUCE | from
+     `KILN fusion --op-table-json`
      (the format is described in docs/fusion-format.md).
    The header row and the | --- | row of each table are skipped.
 
@@ -378,8 +379,9 @@ def check_op_table(kiln):
         ops = tool_json(kiln, ["fusion", "--op-table-json"], where)
         if ops is None:
             continue
-        want = [[o["name"], str(o["arity"]), ", ".join(o["dtypes"]),
-                 o["result"]] for o in ops["ops"]]
+        want = [[str(o["value"]), o["name"], str(o["arity"]),
+                 ", ".join(o["dtypes"]), o["result"], o["reduce"]]
+                for o in ops["ops"]]
         compare_rows(where, want, rows)
         n += 1
     return n

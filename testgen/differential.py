@@ -36,6 +36,7 @@ the single bound of the exact sum, hence the factor 2.
 
 import fp
 import kf
+import optable
 from vecfile import VectorFile
 
 M64 = (1 << 64) - 1
@@ -147,10 +148,7 @@ def build():
             g = kf.Graph()
             x = g.input(dt, "?")
             g.output(g.op(op, x))
-            b = {"f32": {"exp": 2, "log": 1, "tanh": 2, "sin": 2, "erf": 2,
-                         "sigmoid": 4},
-                 "f64": {"exp": 1, "log": 1, "tanh": 1, "sin": 2, "erf": 2,
-                         "sigmoid": 4}}[dt][op]
+            b = optable.ulp_bound(op, dt)
             add("transcendental", "%s %s on [%g, %g]" % (dt, op, lo, hi),
                 ["Transcendental"], g, [(dt, [N], U(lo, hi))],
                 [{"kind": "ulp", "max": 2 * b}])

@@ -13,9 +13,11 @@ import struct
 from fractions import Fraction
 
 import check_vectors
+import optable
 
-# dtype -> (exponent bits, stored mantissa bits)
-FORMATS = {"f16": (5, 10), "bf16": (8, 7), "f32": (8, 23), "f64": (11, 52)}
+# dtype -> (exponent bits, stored mantissa bits): the dtype table's
+# (optable.py, checked against kiln.h's KILN_DTYPE_TABLE)
+FORMATS = optable.FORMATS
 FLOATS = ("f16", "bf16", "f32", "f64")
 INTS = ("i32", "i64")
 BITS = {"bool": 1, "i32": 32, "i64": 64, "f16": 16, "bf16": 16, "f32": 32,

@@ -21,6 +21,7 @@ from fractions import Fraction
 import fp
 import kf
 import many_inputs
+import optable
 from vecfile import VectorFile
 
 NOTES = {
@@ -64,22 +65,16 @@ NOTES = {
                     "splits the segment.",
 }
 
-ULP = {"f32": {"exp": 2, "log": 1, "tanh": 2, "sin": 2, "cos": 2, "pow": 4,
-               "rsqrt": 2, "erf": 2, "sigmoid": 4},
-       "f64": {"exp": 1, "log": 1, "tanh": 1, "sin": 2, "cos": 2, "pow": 2,
-               "rsqrt": 1, "erf": 2, "sigmoid": 4}}
+# The op rules and ULP bounds come from testgen's one copy of the C op
+# table (optable.py, checked against `kiln fusion --op-table-json`).
+ULP = optable.ULP
 
 FLOAT = ("f32", "f64")
 NUM = ("i32", "i64", "f32", "f64")
-UNARY_DT = {"neg": NUM, "abs": NUM, "relu": NUM}
-for _o in ("exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
-           "tanh", "sigmoid", "erf", "floor", "ceil"):
-    UNARY_DT[_o] = FLOAT
-BINARY_DT = {"add": NUM, "sub": NUM, "mul": NUM, "maximum": NUM,
-             "minimum": NUM, "div": FLOAT, "pow": FLOAT}
-COMPARE_DT = {"eq": ("bool",) + NUM, "ne": ("bool",) + NUM, "lt": NUM,
-              "le": NUM, "gt": NUM, "ge": NUM}
-ALL_DT = ("bool", "i32", "i64", "f16", "bf16", "f32", "f64")
+UNARY_DT = optable.op_dtypes("u")
+BINARY_DT = optable.op_dtypes("b")
+COMPARE_DT = optable.op_dtypes("c")
+ALL_DT = optable.DTYPE_NAMES
 
 # value ranges of random inputs per op: (lo, hi, log-uniform magnitude?)
 DOMAIN = {"exp": {"f32": (-87.0, 88.0), "f64": (-700.0, 700.0)},
@@ -89,8 +84,7 @@ DOMAIN = {"exp": {"f32": (-87.0, 88.0), "f64": (-700.0, 700.0)},
           "erf": (-6.0, 6.0)}
 
 
-def ulp_bound(op, dt):
-    return ULP.get(dt, {}).get(op)
+ulp_bound = optable.ulp_bound
 
 
 def rand_vals(rng, dt, n, op=None):

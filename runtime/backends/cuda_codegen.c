@@ -58,11 +58,6 @@ static const char kiln_cuda_preamble[] = {
 
 typedef kiln_cuda_gen gen;
 
-static int is_reduce(int op)
-{
-    return op == KILN_OP_SUM || op == KILN_OP_RMAX || op == KILN_OP_RMIN;
-}
-
 static int32_t res(const gen *g, int32_t i) { return kiln__ir_res(&g->w, i); }
 
 #define P(...) kiln__buf_printf(&g->b, __VA_ARGS__)
@@ -129,7 +124,7 @@ static kiln_status classify(gen *g)
         int op = g->w.n[i].op;
         if (!g->live[i] || g->w.alias[i] != (int32_t)i)
             continue;
-        if (is_reduce(op) || op == KILN_OP_MATMUL) {
+        if (kiln__op_is_reduce(op) || op == KILN_OP_MATMUL) {
             if (g->sp >= 0)
                 return kiln__err(KILN_ERR_UNSUPPORTED,
                                  "cuda codegen: more than one reduction/matmul in a segment");
@@ -145,7 +140,7 @@ static kiln_status classify(gen *g)
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
                          "cuda codegen: pointwise segment holds a %s node",
                          kiln_op_name((kiln_op)g->w.n[g->sp].op));
-    if (want > 0 && (g->sp < 0 || (want == 1) != is_reduce(g->w.n[g->sp].op)))
+    if (want > 0 && (g->sp < 0 || (want == 1) != kiln__op_is_reduce(g->w.n[g->sp].op)))
         return kiln__err(KILN_ERR_INVALID_ARGUMENT,
                          "cuda codegen: %s segment without its %s node",
                          want == 1 ? "reduction" : "matmul",

@@ -134,102 +134,10 @@ static kiln_status fail(char *err, size_t cap, kiln_status s, const char *fmt,
     return s;
 }
 
-static int is_reduce(int op)
-{
-    return op == KILN_OP_SUM || op == KILN_OP_RMAX || op == KILN_OP_RMIN;
-}
-
-static int arity_of(int op)
-{
-    switch (op) {
-    case KILN_OP_INPUT:
-    case KILN_OP_CONST:
-        return 0;
-    case KILN_OP_WHERE:
-    case KILN_OP_FMA:
-        return 3;
-    case KILN_OP_MATMUL:
-        return 2;
-    case KILN_OP_CAST:
-    case KILN_OP_BROADCAST:
-    case KILN_OP_SUM:
-    case KILN_OP_RMAX:
-    case KILN_OP_RMIN:
-    case KILN_OP_NOT:
-        return 1;
-    default:
-        if (op >= KILN_OP_NEG && op <= KILN_OP_CEIL)
-            return 1;
-        return 2;
-    }
-}
+/* Operand count of a valid op (the op table, runtime/fusion.c). */
+static int arity_of(int op) { return kiln__op_desc((kiln_op)op)->arity; }
 
 #define DT(t) (1u << (t))
-#define M_INTF (DT(KILN_I32) | DT(KILN_I64) | DT(KILN_F32) | DT(KILN_F64))
-#define M_FLT (DT(KILN_F32) | DT(KILN_F64))
-#define M_ALL ((1u << KILN_DTYPE_COUNT) - 1)
-
-/* The dtypes ref implements for the first operand of op, and the result
-** dtype (-1: same as the operand, -2: any, given by the node). */
-static void op_dtypes(int op, uint32_t *accepts, int *result)
-{
-    *result = -1;
-    switch (op) {
-    case KILN_OP_INPUT:
-    case KILN_OP_CONST:
-        *accepts = M_ALL;
-        *result = -2;
-        return;
-    case KILN_OP_NEG:
-    case KILN_OP_ABS:
-    case KILN_OP_RELU:
-    case KILN_OP_ADD:
-    case KILN_OP_SUB:
-    case KILN_OP_MUL:
-    case KILN_OP_MAXIMUM:
-    case KILN_OP_MINIMUM:
-    case KILN_OP_SUM:
-    case KILN_OP_RMAX:
-    case KILN_OP_RMIN:
-        *accepts = M_INTF;
-        return;
-    case KILN_OP_EQ:
-    case KILN_OP_NE:
-        *accepts = M_INTF | DT(KILN_BOOL);
-        *result = KILN_BOOL;
-        return;
-    case KILN_OP_LT:
-    case KILN_OP_LE:
-    case KILN_OP_GT:
-    case KILN_OP_GE:
-        *accepts = M_INTF;
-        *result = KILN_BOOL;
-        return;
-    case KILN_OP_AND:
-    case KILN_OP_OR:
-    case KILN_OP_NOT:
-        *accepts = DT(KILN_BOOL);
-        return;
-    case KILN_OP_WHERE:
-        *accepts = DT(KILN_BOOL);
-        *result = -2; /* checked separately */
-        return;
-    case KILN_OP_CAST:
-        *accepts = M_ALL;
-        *result = -2;
-        return;
-    case KILN_OP_MATMUL:
-        *accepts = DT(KILN_F16) | DT(KILN_BF16) | DT(KILN_F32);
-        *result = KILN_F32;
-        return;
-    case KILN_OP_BROADCAST:
-        *accepts = 0; /* the planner removes them */
-        return;
-    default: /* transcendental/rounding unary ops, div, pow, fma */
-        *accepts = M_FLT;
-        return;
-    }
-}
 
 /* Check node i of the copied plan; NULL if fine, else a message. */
 static kiln_status check_node(const kiln_ir_segment *seg, uint32_t i,
@@ -257,23 +165,24 @@ static kiln_status check_node(const kiln_ir_segment *seg, uint32_t i,
         return fail(err, cap, KILN_ERR_INVALID_ARGUMENT,
                     "ref: node %u: input index %d outside 0..%u", i,
                     (int)n->io, seg->n_inputs);
-    uint32_t accepts;
-    int result;
-    op_dtypes(op, &accepts, &result);
+    const kiln_op_desc *row = kiln__op_desc((kiln_op)op); /* what ref implements */
     if (op == KILN_OP_BROADCAST)
         return fail(err, cap, KILN_ERR_UNSUPPORTED,
                     "ref: node %u: broadcast nodes must be removed by the "
                     "planner (views carry stride 0 instead)",
                     i);
-    int adt = ar > 0 ? seg->nodes[n->args[0]].dtype : n->dtype;
-    if (op == KILN_OP_WHERE)
-        adt = seg->nodes[n->args[0]].dtype;
-    if (!(accepts & DT(adt)))
+    /* the dtype the row's columns apply to: the first value operand (where:
+    ** after the bool condition), or the node itself for a leaf */
+    int first_val = op == KILN_OP_WHERE ? 1 : 0;
+    int adt = ar > 0 ? seg->nodes[n->args[first_val]].dtype : n->dtype;
+    int bad = !(row->accepts & DT(adt)) ? adt : -1;
+    if (op == KILN_OP_WHERE && seg->nodes[n->args[0]].dtype != KILN_BOOL)
+        bad = seg->nodes[n->args[0]].dtype;
+    if (bad >= 0)
         return fail(err, cap, KILN_ERR_UNSUPPORTED,
                     "ref: node %u: %s does not accept %s", i, name,
-                    kiln_dtype_name((kiln_dtype)adt));
+                    kiln_dtype_name((kiln_dtype)bad));
     /* all value operands share a dtype */
-    int first_val = op == KILN_OP_WHERE ? 1 : 0;
     if (op != KILN_OP_CAST) {
         for (int j = first_val + 1; j < ar; j++) {
             int d = seg->nodes[n->args[j]].dtype;
@@ -285,11 +194,7 @@ static kiln_status check_node(const kiln_ir_segment *seg, uint32_t i,
                             kiln_dtype_name((kiln_dtype)d));
         }
     }
-    int want = result;
-    if (result == -1)
-        want = adt;
-    if (op == KILN_OP_WHERE)
-        want = seg->nodes[n->args[1]].dtype;
+    int want = row->result == KILN_RESULT_SAME ? adt : row->result;
     if (want >= 0 && n->dtype != want)
         return fail(err, cap, KILN_ERR_UNSUPPORTED,
                     "ref: node %u: %s of %s gives %s, not %s", i, name,
@@ -394,7 +299,7 @@ static kiln_status build_plan(ref_kernel *k, char *err, size_t cap)
             nd->leaf = 1;
         } else if (op == KILN_OP_MATMUL) {
             nd->mat = 1;
-        } else if (is_reduce(op)) {
+        } else if (kiln__op_is_reduce(op)) {
             const rnode *a = &k->nodes[nd->ir.args[0]];
             uint32_t am = a->leaf ? 0 : a->mask;
             int32_t ad = a->leaf ? 0 : a->depth;
@@ -1305,7 +1210,7 @@ static kiln_status validate(const ref_kernel *k, const kiln_launch *L,
                         (int)nd->ir.io,
                         kiln_dtype_name((kiln_dtype)L->inputs[nd->ir.io].dtype),
                         kiln_dtype_name((kiln_dtype)nd->ir.dtype));
-        if (is_reduce(nd->ir.op) && (nd->ir.axes & ~rmask))
+        if (kiln__op_is_reduce(nd->ir.op) && (nd->ir.axes & ~rmask))
             return fail(err, cap, KILN_ERR_SHAPE,
                         "ref: node %u reduces axes 0x%x of a rank-%d domain",
                         i, nd->ir.axes, (int)L->rank);
@@ -1325,7 +1230,7 @@ static kiln_status validate(const ref_kernel *k, const kiln_launch *L,
             if (s != KILN_OK)
                 return s;
         }
-        if (is_reduce(nd->ir.op) && nd->ir.op != KILN_OP_SUM) {
+        if (kiln__op_is_reduce(nd->ir.op) && nd->ir.op != KILN_OP_SUM) {
             dom r, a;
             const rnode *an = &k->nodes[nd->ir.args[0]];
             if (!node_dom(nd, L, &r) || !make_dom(L->rank, L->domain,
@@ -1405,7 +1310,7 @@ static kiln_status alloc_scratch(const ref_kernel *k, const kiln_launch *L,
         s->mat[i] = kiln__malloc((size_t)(d.numel ? d.numel : 1) * es);
         if (s->mat[i] == NULL)
             goto oom;
-        if (is_reduce(nd->ir.op)) {
+        if (kiln__op_is_reduce(nd->ir.op)) {
             racc *r = &s->acc[i];
             const rnode *an = &k->nodes[nd->ir.args[0]];
             dom a;

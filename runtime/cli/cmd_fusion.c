@@ -28,8 +28,10 @@ static void usage(FILE *out)
             "\n"
             "options:\n"
             "  --hash-only      print only the hash, as 0x<16 hex digits>\n"
-            "  --op-table-json  print the op table as JSON (name, arity, kind,\n"
-            "                   accepted dtypes, result) and exit\n"
+            "  --op-table-json  print the op table (name, value, arity, kind,\n"
+            "                   accepted dtypes, result, reduce) and the dtype\n"
+            "                   table (name, value, size, float format) as\n"
+            "                   JSON and exit\n"
             "  -h, --help       this text\n"
             "\n"
             "An operand after \"--\" is a file even if it starts with '-'.\n"
@@ -41,22 +43,35 @@ static void usage(FILE *out)
 /* The result column of the op table: a dtype, "same" or "given". */
 static const char *result_text(int result)
 {
-    if (result == -1)
+    if (result == KILN_RESULT_SAME)
         return "same";
-    if (result == -2)
+    if (result == KILN_RESULT_GIVEN)
         return "given";
     const char *n = kiln_dtype_name((kiln_dtype)result);
     return n ? n : "?";
 }
 
+static const char *reduce_text(kiln_reduce r)
+{
+    switch (r) {
+    case KILN_REDUCE_SUM: return "sum";
+    case KILN_REDUCE_MAX: return "max";
+    case KILN_REDUCE_MIN: return "min";
+    default: return "none";
+    }
+}
+
+/* The op table (runtime/fusion.c) and the dtype table (kiln.h), every
+** column: what testgen/check_tables.py and `make docs-check` compare
+** their copies with. */
 static int op_table_json(void)
 {
     printf("{\n \"ops\": [\n");
     for (int op = 0; op < KILN_OP_COUNT; op++) {
-        const kiln_op_info *r = kiln__op_info((kiln_op)op);
-        printf("  {\"name\": \"%s\", \"arity\": %d, \"kind\": \"%c\", "
-               "\"dtypes\": [",
-               r->name, r->arity, r->kind);
+        const kiln_op_desc *r = kiln__op_desc((kiln_op)op);
+        printf("  {\"name\": \"%s\", \"value\": %d, \"arity\": %d, "
+               "\"kind\": \"%c\", \"dtypes\": [",
+               r->name, (int)r->op, r->arity, r->kind);
         int first = 1;
         for (int t = 0; t < KILN_DTYPE_COUNT; t++)
             if (r->accepts & (1u << t)) {
@@ -64,8 +79,29 @@ static int op_table_json(void)
                        kiln_dtype_name((kiln_dtype)t));
                 first = 0;
             }
-        printf("], \"result\": \"%s\"}%s\n", result_text(r->result),
+        printf("], \"result\": \"%s\", \"reduce\": \"%s\"}%s\n",
+               result_text(r->result), reduce_text(r->reduce),
                op + 1 < KILN_OP_COUNT ? "," : "");
+    }
+    static const struct {
+        const char *name;
+        int value, size, ebits, mbits;
+    } dt[] = {
+#define KILN_X_(id, value, text, size, ebits, mbits)                           \
+    {text, value, size, ebits, mbits},
+        KILN_DTYPE_TABLE(KILN_X_)
+#undef KILN_X_
+    };
+    printf(" ],\n \"dtypes\": [\n");
+    for (size_t i = 0; i < sizeof dt / sizeof dt[0]; i++) {
+        printf("  {\"name\": \"%s\", \"value\": %d, \"size\": %d, \"format\": ",
+               dt[i].name, dt[i].value, dt[i].size);
+        if (dt[i].ebits == 0)
+            printf("null");
+        else
+            printf("{\"exponentBits\": %d, \"fractionBits\": %d}", dt[i].ebits,
+                   dt[i].mbits);
+        printf("}%s\n", i + 1 < sizeof dt / sizeof dt[0] ? "," : "");
     }
     printf(" ]\n}\n");
     return 0;

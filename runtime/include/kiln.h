@@ -192,17 +192,21 @@ KILN_API kiln_status kiln_options_json(const kiln_options *opts, char **out);
 
 /* ----------------------------------------------------------------- dtypes */
 
+/* X(NAME, value, text, size in bytes, exponent bits, fraction bits).  The
+** last two give the IEEE-754 binary format of the float dtypes (0, 0 for
+** bool and the integers).  Append only; never renumber (values cross the
+** backend ABI in kiln_ir_node.dtype). */
 #define KILN_DTYPE_TABLE(X)                                                    \
-    X(KILN_BOOL, 0, "bool", 1)                                                 \
-    X(KILN_I32, 1, "i32", 4)                                                   \
-    X(KILN_I64, 2, "i64", 8)                                                   \
-    X(KILN_F16, 3, "f16", 2)                                                   \
-    X(KILN_BF16, 4, "bf16", 2)                                                 \
-    X(KILN_F32, 5, "f32", 4)                                                   \
-    X(KILN_F64, 6, "f64", 8)
+    X(KILN_BOOL, 0, "bool", 1, 0, 0)                                           \
+    X(KILN_I32, 1, "i32", 4, 0, 0)                                             \
+    X(KILN_I64, 2, "i64", 8, 0, 0)                                             \
+    X(KILN_F16, 3, "f16", 2, 5, 10)                                            \
+    X(KILN_BF16, 4, "bf16", 2, 8, 7)                                           \
+    X(KILN_F32, 5, "f32", 4, 8, 23)                                            \
+    X(KILN_F64, 6, "f64", 8, 11, 52)
 
 typedef enum kiln_dtype {
-#define KILN_X_(name, value, text, size) name = value,
+#define KILN_X_(name, value, text, size, ebits, mbits) name = value,
     KILN_DTYPE_TABLE(KILN_X_)
 #undef KILN_X_
         KILN_DTYPE_COUNT
@@ -214,59 +218,98 @@ KILN_API kiln_status kiln_dtype_parse(const char *name, kiln_dtype *out);
 
 /* --------------------------------------------------------------------- ops */
 
-/* X(NAME, text, arity, kind).  kind: 'u' unary, 'b' binary, 'c' compare,
-** 'l' logical, 'w' where, 's' special (constructed by its own function).
-** The accepted dtypes and result dtype of each op live in the op table in
-** runtime/fusion.c (kiln_op_info below exposes them). */
+/* X(NAME, value, text, arity, kind).  kind: 'u' unary, 'b' binary,
+** 'c' compare, 'l' logical, 'w' where, 's' special (constructed by its own
+** function).  Append only; never renumber: the values cross the backend
+** ABI (kiln_ir_node.op) and the kernel database.  The accepted dtypes, the
+** result dtype and the reduction kind of each op are further columns of
+** the one op table, in runtime/fusion.c; kiln_op_info() reads a row. */
 #define KILN_OP_TABLE(X)                                                       \
-    X(KILN_OP_INPUT, "input", 0, 's')                                          \
-    X(KILN_OP_CONST, "const", 0, 's')                                          \
-    X(KILN_OP_NEG, "neg", 1, 'u')                                              \
-    X(KILN_OP_ABS, "abs", 1, 'u')                                              \
-    X(KILN_OP_EXP, "exp", 1, 'u')                                              \
-    X(KILN_OP_LOG, "log", 1, 'u')                                              \
-    X(KILN_OP_SQRT, "sqrt", 1, 'u')                                            \
-    X(KILN_OP_RSQRT, "rsqrt", 1, 'u')                                          \
-    X(KILN_OP_RECIPROCAL, "reciprocal", 1, 'u')                                \
-    X(KILN_OP_SIN, "sin", 1, 'u')                                              \
-    X(KILN_OP_COS, "cos", 1, 'u')                                              \
-    X(KILN_OP_TANH, "tanh", 1, 'u')                                            \
-    X(KILN_OP_SIGMOID, "sigmoid", 1, 'u')                                      \
-    X(KILN_OP_RELU, "relu", 1, 'u')                                            \
-    X(KILN_OP_ERF, "erf", 1, 'u')                                              \
-    X(KILN_OP_FLOOR, "floor", 1, 'u')                                          \
-    X(KILN_OP_CEIL, "ceil", 1, 'u')                                            \
-    X(KILN_OP_ADD, "add", 2, 'b')                                              \
-    X(KILN_OP_SUB, "sub", 2, 'b')                                              \
-    X(KILN_OP_MUL, "mul", 2, 'b')                                              \
-    X(KILN_OP_DIV, "div", 2, 'b')                                              \
-    X(KILN_OP_POW, "pow", 2, 'b')                                              \
-    X(KILN_OP_MAXIMUM, "maximum", 2, 'b')                                      \
-    X(KILN_OP_MINIMUM, "minimum", 2, 'b')                                      \
-    X(KILN_OP_EQ, "eq", 2, 'c')                                                \
-    X(KILN_OP_NE, "ne", 2, 'c')                                                \
-    X(KILN_OP_LT, "lt", 2, 'c')                                                \
-    X(KILN_OP_LE, "le", 2, 'c')                                                \
-    X(KILN_OP_GT, "gt", 2, 'c')                                                \
-    X(KILN_OP_GE, "ge", 2, 'c')                                                \
-    X(KILN_OP_AND, "and", 2, 'l')                                              \
-    X(KILN_OP_OR, "or", 2, 'l')                                                \
-    X(KILN_OP_NOT, "not", 1, 'l')                                              \
-    X(KILN_OP_WHERE, "where", 3, 'w')                                          \
-    X(KILN_OP_FMA, "fma", 3, 's')                                              \
-    X(KILN_OP_CAST, "cast", 1, 's')                                            \
-    X(KILN_OP_BROADCAST, "broadcast", 1, 's')                                  \
-    X(KILN_OP_SUM, "sum", 1, 's')                                              \
-    X(KILN_OP_RMAX, "max", 1, 's')                                             \
-    X(KILN_OP_RMIN, "min", 1, 's')                                             \
-    X(KILN_OP_MATMUL, "matmul", 2, 's')
+    X(KILN_OP_INPUT, 0, "input", 0, 's')                                       \
+    X(KILN_OP_CONST, 1, "const", 0, 's')                                       \
+    X(KILN_OP_NEG, 2, "neg", 1, 'u')                                           \
+    X(KILN_OP_ABS, 3, "abs", 1, 'u')                                           \
+    X(KILN_OP_EXP, 4, "exp", 1, 'u')                                           \
+    X(KILN_OP_LOG, 5, "log", 1, 'u')                                           \
+    X(KILN_OP_SQRT, 6, "sqrt", 1, 'u')                                         \
+    X(KILN_OP_RSQRT, 7, "rsqrt", 1, 'u')                                       \
+    X(KILN_OP_RECIPROCAL, 8, "reciprocal", 1, 'u')                             \
+    X(KILN_OP_SIN, 9, "sin", 1, 'u')                                           \
+    X(KILN_OP_COS, 10, "cos", 1, 'u')                                          \
+    X(KILN_OP_TANH, 11, "tanh", 1, 'u')                                        \
+    X(KILN_OP_SIGMOID, 12, "sigmoid", 1, 'u')                                  \
+    X(KILN_OP_RELU, 13, "relu", 1, 'u')                                        \
+    X(KILN_OP_ERF, 14, "erf", 1, 'u')                                          \
+    X(KILN_OP_FLOOR, 15, "floor", 1, 'u')                                      \
+    X(KILN_OP_CEIL, 16, "ceil", 1, 'u')                                        \
+    X(KILN_OP_ADD, 17, "add", 2, 'b')                                          \
+    X(KILN_OP_SUB, 18, "sub", 2, 'b')                                          \
+    X(KILN_OP_MUL, 19, "mul", 2, 'b')                                          \
+    X(KILN_OP_DIV, 20, "div", 2, 'b')                                          \
+    X(KILN_OP_POW, 21, "pow", 2, 'b')                                          \
+    X(KILN_OP_MAXIMUM, 22, "maximum", 2, 'b')                                  \
+    X(KILN_OP_MINIMUM, 23, "minimum", 2, 'b')                                  \
+    X(KILN_OP_EQ, 24, "eq", 2, 'c')                                            \
+    X(KILN_OP_NE, 25, "ne", 2, 'c')                                            \
+    X(KILN_OP_LT, 26, "lt", 2, 'c')                                            \
+    X(KILN_OP_LE, 27, "le", 2, 'c')                                            \
+    X(KILN_OP_GT, 28, "gt", 2, 'c')                                            \
+    X(KILN_OP_GE, 29, "ge", 2, 'c')                                            \
+    X(KILN_OP_AND, 30, "and", 2, 'l')                                          \
+    X(KILN_OP_OR, 31, "or", 2, 'l')                                            \
+    X(KILN_OP_NOT, 32, "not", 1, 'l')                                          \
+    X(KILN_OP_WHERE, 33, "where", 3, 'w')                                      \
+    X(KILN_OP_FMA, 34, "fma", 3, 's')                                          \
+    X(KILN_OP_CAST, 35, "cast", 1, 's')                                        \
+    X(KILN_OP_BROADCAST, 36, "broadcast", 1, 's')                              \
+    X(KILN_OP_SUM, 37, "sum", 1, 's')                                          \
+    X(KILN_OP_RMAX, 38, "max", 1, 's')                                         \
+    X(KILN_OP_RMIN, 39, "min", 1, 's')                                         \
+    X(KILN_OP_MATMUL, 40, "matmul", 2, 's')
 
 typedef enum kiln_op {
-#define KILN_X_(name, text, arity, kind) name,
+#define KILN_X_(name, value, text, arity, kind) name = value,
     KILN_OP_TABLE(KILN_X_)
 #undef KILN_X_
         KILN_OP_COUNT
 } kiln_op;
+
+/* What a reduction op computes (KILN_REDUCE_NONE for every other op).
+** Append only. */
+typedef enum kiln_reduce {
+    KILN_REDUCE_NONE = 0,
+    KILN_REDUCE_SUM = 1,
+    KILN_REDUCE_MAX = 2,
+    KILN_REDUCE_MIN = 3
+} kiln_reduce;
+
+/* kiln_op_desc.result when it is not one dtype. */
+#define KILN_RESULT_SAME (-1)  /* the dtype of the (value) operands */
+#define KILN_RESULT_GIVEN (-2) /* chosen by the constructor: an input's or
+                                  constant's dtype, a cast's target */
+
+/* One row of the op table.  `accepts` has bit (1u << t) set for each
+** kiln_dtype t the operands may have; all operands share it, except that
+** `where`'s condition (its first operand) is always bool and `accepts`
+** then applies to the two value operands.  Fields are only ever appended. */
+typedef struct kiln_op_desc {
+    size_t struct_size;
+    kiln_op op;
+    const char *name;   /* as in the .kf text; static storage */
+    int arity;          /* number of operands */
+    char kind;          /* as in KILN_OP_TABLE */
+    uint32_t accepts;
+    int result;         /* a kiln_dtype, KILN_RESULT_SAME or KILN_RESULT_GIVEN */
+    kiln_reduce reduce;
+} kiln_op_desc;
+
+/* Fill *out with the op table's row of `op` (docs/runtime.md, "The op
+** table").  The caller sets out->struct_size to sizeof(kiln_op_desc); a
+** later release that appends fields fills only the first struct_size
+** bytes, and sets struct_size to the bytes it filled.  An op outside
+** 0..KILN_OP_COUNT-1, a NULL out or a struct_size below this first
+** version's size is KILN_ERR_INVALID_ARGUMENT, with *out untouched. */
+KILN_API kiln_status kiln_op_info(kiln_op op, kiln_op_desc *out);
 
 KILN_API const char *kiln_op_name(kiln_op op); /* NULL if invalid */
 KILN_API kiln_status kiln_op_parse(const char *name, kiln_op *out);

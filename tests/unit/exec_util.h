@@ -91,4 +91,18 @@ static inline uint32_t tu_bits(float f)
     return b;
 }
 
+static inline double tu_f64(uint64_t bits)
+{
+    double d;
+    memcpy(&d, &bits, 8);
+    return d;
+}
+
+static inline uint64_t tu_bits64(double d)
+{
+    uint64_t b;
+    memcpy(&b, &d, 8);
+    return b;
+}
+
 #endif

@@ -9,7 +9,8 @@
 ** NVRTC compiles take ~0.5 s per program, so many generated kernels are
 ** compiled as one program: each kernel's text after the preamble is put in
 ** its own namespace and its entry points renamed.  Tests that need NVRTC
-** skip (printing why) only when NVRTC cannot be loaded.
+** or a GPU record a visible, counted skip (tu_skip.h) when it is missing,
+** and fail instead under KILN_TEST_NVRTC_REQUIRED / KILN_TEST_GPU.
 */
 #include <check.h>
 #include <dlfcn.h>
@@ -25,6 +26,7 @@
 #include "internal.h"
 #include "numeric.h"
 #include "../../conformance/conform.h"
+#include "tu_skip.h"
 
 #define AC (KILN_TRAIT_CONTIG | KILN_TRAIT_ALIGN16)
 
@@ -113,47 +115,19 @@ static kiln_kernel_options ko_default(void)
 
 /* ------------------------------------------------------- segment catalogue */
 
-/* Accepted operand dtypes per op (docs/fusion-format.md, "3. The op table"). */
-#define M_B (1u << KILN_BOOL)
-#define M_I (1u << KILN_I32 | 1u << KILN_I64)
-#define M_F (1u << KILN_F32 | 1u << KILN_F64)
-#define M_H (1u << KILN_F16 | 1u << KILN_BF16)
+/* The op table (runtime/fusion.c) decides the catalogue: every pointwise
+** op (kinds u/b/c/l/w and fma) x every dtype its row accepts, every
+** reduction x its dtypes, matmul x its dtypes. */
+static const kiln_op_desc *row(int op) { return kiln__op_desc((kiln_op)op); }
 
-static uint32_t op_dtypes(int op)
+static int is_pointwise(int op)
 {
-    switch (op) {
-    case KILN_OP_NEG: case KILN_OP_ABS: case KILN_OP_RELU: case KILN_OP_ADD:
-    case KILN_OP_SUB: case KILN_OP_MUL: case KILN_OP_MAXIMUM: case KILN_OP_MINIMUM:
-    case KILN_OP_LT: case KILN_OP_LE: case KILN_OP_GT: case KILN_OP_GE:
-        return M_I | M_F;
-    case KILN_OP_EQ: case KILN_OP_NE:
-        return M_B | M_I | M_F;
-    case KILN_OP_AND: case KILN_OP_OR: case KILN_OP_NOT:
-        return M_B;
-    case KILN_OP_WHERE:
-        return M_B | M_I | M_F | M_H;
-    case KILN_OP_EXP: case KILN_OP_LOG: case KILN_OP_SQRT: case KILN_OP_RSQRT:
-    case KILN_OP_RECIPROCAL: case KILN_OP_SIN: case KILN_OP_COS: case KILN_OP_TANH:
-    case KILN_OP_SIGMOID: case KILN_OP_ERF: case KILN_OP_FLOOR: case KILN_OP_CEIL:
-    case KILN_OP_DIV: case KILN_OP_POW: case KILN_OP_FMA:
-        return M_F;
-    default:
-        return 0;
-    }
-}
-
-static int arity(int op)
-{
-    if (op == KILN_OP_WHERE || op == KILN_OP_FMA)
-        return 3;
-    return kiln__op_info((kiln_op)op)->arity;
+    return strchr("ubclw", row(op)->kind) != NULL || op == KILN_OP_FMA;
 }
 
 static int result_dtype(int op, int dt)
 {
-    if (op >= KILN_OP_EQ && op <= KILN_OP_GE)
-        return KILN_BOOL;
-    return dt;
+    return row(op)->result == KILN_RESULT_SAME ? dt : row(op)->result;
 }
 
 /* Pointwise segment `op` on dtype dt over rank 2 with the given traits. */
@@ -161,7 +135,7 @@ static void seg_pointwise(tseg *t, int op, int dt, uint32_t tr)
 {
     ts_init(t, KILN_SEGK_POINTWISE);
     int a[3];
-    int n = arity(op);
+    int n = row(op)->arity;
     for (int k = 0; k < n; k++) {
         int d = (op == KILN_OP_WHERE && k == 0) ? KILN_BOOL : dt;
         a[k] = ts_in(t, d, 2, k == 1 ? KILN_TRAIT_ALIGN16 : tr); /* one broadcast-ish view */
@@ -210,9 +184,9 @@ static void seg_matmul(tseg *t, uint32_t kind, int dt, int epilogue, uint32_t tr
 static int catalogue(int i, tseg *t, uint32_t tr)
 {
     int idx = 0;
-    for (int op = KILN_OP_NEG; op <= KILN_OP_FMA; op++)
-        for (int dt = 0; dt < KILN_DTYPE_COUNT; dt++)
-            if (op_dtypes(op) >> dt & 1u) {
+    for (int op = 0; op < KILN_OP_COUNT; op++)
+        for (int dt = 0; is_pointwise(op) && dt < KILN_DTYPE_COUNT; dt++)
+            if (row(op)->accepts >> dt & 1u) {
                 if (idx++ == i) {
                     seg_pointwise(t, op, dt, tr);
                     return 1;
@@ -224,29 +198,26 @@ static int catalogue(int i, tseg *t, uint32_t tr)
                 seg_cast(t, from, to, tr);
                 return 1;
             }
-    static const int rops[3] = {KILN_OP_SUM, KILN_OP_RMAX, KILN_OP_RMIN};
-    static const int rdts[4] = {KILN_I32, KILN_I64, KILN_F32, KILN_F64};
-    for (int r = 0; r < 3; r++)
-        for (int d = 0; d < 4; d++)
-            for (int shape = 0; shape < 3; shape++)
+    for (int op = 0; op < KILN_OP_COUNT; op++)
+        for (int dt = 0; row(op)->reduce != KILN_REDUCE_NONE && dt < KILN_DTYPE_COUNT; dt++)
+            for (int shape = 0; (row(op)->accepts >> dt & 1u) && shape < 3; shape++)
                 if (idx++ == i) {
                     /* inner [?, ?] axis 1; outer axis 0; rank 3 axes {0, 2} */
                     if (shape == 0)
-                        seg_reduce(t, rops[r], rdts[d], 2, 2u, tr);
+                        seg_reduce(t, op, dt, 2, 2u, tr);
                     else if (shape == 1)
-                        seg_reduce(t, rops[r], rdts[d], 2, 1u, tr);
+                        seg_reduce(t, op, dt, 2, 1u, tr);
                     else
-                        seg_reduce(t, rops[r], rdts[d], 3, 5u, tr);
+                        seg_reduce(t, op, dt, 3, 5u, tr);
                     return 1;
                 }
-    static const int mdts[3] = {KILN_F16, KILN_BF16, KILN_F32};
-    for (int d = 0; d < 3; d++)
-        for (int kind = 0; kind < 3; kind++)
+    for (int dt = 0; dt < KILN_DTYPE_COUNT; dt++)
+        for (int kind = 0; (row(KILN_OP_MATMUL)->accepts >> dt & 1u) && kind < 3; kind++)
             if (idx++ == i) {
                 seg_matmul(t, kind == 0 ? KILN_SEGK_MATMUL
                               : kind == 1 ? KILN_SEGK_MATMUL_EPILOGUE
                                           : KILN_SEGK_MATMUL_FALLBACK,
-                           mdts[d], kind == 1, tr);
+                           dt, kind == 1, tr);
                 return 1;
             }
     return 0;
@@ -254,17 +225,24 @@ static int catalogue(int i, tseg *t, uint32_t tr)
 
 /* ------------------------------------------------------- NVRTC batches */
 
-static int nvrtc_api(kiln_cuda_api *api)
+/* NVRTC loaded into api, or 0 after a visible skip of `test` (a failure
+** under KILN_TEST_NVRTC_REQUIRED, which make nvrtc-check sets). */
+static int nvrtc_api(kiln_cuda_api *api, const char *test)
 {
     char why[512];
-    if (kiln__cuda_load(api, KILN_CUDA_LOAD_NVRTC, why, sizeof why) != KILN_OK) {
-        /* make nvrtc-check sets KILN_TEST_NVRTC_REQUIRED: never a silent pass */
-        ck_assert_msg(getenv("KILN_TEST_NVRTC_REQUIRED") == NULL,
-                      "NVRTC is required here but cannot be loaded: %s", why);
-        fprintf(stderr, "test_cuda: NVRTC tests skipped: %s\n", why);
-        return 0;
-    }
-    return 1;
+    int ok = kiln__cuda_load(api, KILN_CUDA_LOAD_NVRTC, why, sizeof why) == KILN_OK;
+    return tu_require(ok, "KILN_TEST_NVRTC_REQUIRED", test,
+                      "NVRTC cannot be loaded: %s", why);
+}
+
+/* Open backend be, or 0 after a visible skip of `test` (a failure when the
+** environment variable `required_by` is set). */
+static int open_or_skip(const kiln_backend *be, void **st, const char *required_by,
+                        const char *test)
+{
+    char err[4096];
+    return tu_require(be->open(0, st, err, sizeof err) == KILN_OK, required_by, test,
+                      "backend %s does not open: %s", be->name, err);
 }
 
 /* Append the kernel part of `src` to batch b as namespace kN with renamed
@@ -326,7 +304,7 @@ static int compile_catalogue_step(const kiln_kernel_options *ko, uint32_t tr, in
                                   int lo, int hi, int step)
 {
     kiln_cuda_api api;
-    if (!nvrtc_api(&api))
+    if (!nvrtc_api(&api, __func__))
         return -1;
     kiln_buf b = {0};
     int count = 0;
@@ -479,11 +457,8 @@ START_TEST(identity_changes_with_every_kernel_option)
 {
     const kiln_backend *be = kiln__backend_nvrtc();
     void *st = NULL;
-    char err[512];
-    if (be->open(0, &st, err, sizeof err) != KILN_OK) {
-        fprintf(stderr, "test_cuda: identity test skipped: %s\n", err);
+    if (!open_or_skip(be, &st, "KILN_TEST_NVRTC_REQUIRED", __func__))
         return;
-    }
     char ids[9][1024];
     for (int v = 0; v < 9; v++) {
         kiln_kernel_options ko = ko_default();
@@ -574,7 +549,7 @@ START_TEST(error_text_of_failed_calls)
     ck_assert_int_eq(kiln__nvrtc_check(&api, NVRTC_ERROR_COMPILATION, "nvrtcCompileProgram(p)",
                                        err, sizeof err), KILN_ERR_COMPILE);
     ck_assert_ptr_nonnull(strstr(err, "[code 6]"));
-    if (nvrtc_api(&api)) {
+    if (nvrtc_api(&api, __func__)) {
         ck_assert_int_eq(kiln__nvrtc_check(&api, NVRTC_ERROR_COMPILATION, "nvrtcCompileProgram(p)",
                                            err, sizeof err), KILN_ERR_COMPILE);
         ck_assert_ptr_nonnull(strstr(err, "NVRTC_ERROR_COMPILATION"));
@@ -624,10 +599,8 @@ START_TEST(failed_compile_carries_log_and_source)
     const kiln_backend *be = kiln__backend_nvrtc();
     void *st = NULL;
     char err[16384];
-    if (be->open(0, &st, err, sizeof err) != KILN_OK) {
-        fprintf(stderr, "test_cuda: compile-failure test skipped: %s\n", err);
+    if (!open_or_skip(be, &st, "KILN_TEST_NVRTC_REQUIRED", __func__))
         return;
-    }
     tseg t;
     seg_pointwise(&t, KILN_OP_ADD, KILN_F32, AC);
     kiln_kernel_options ko = ko_default();
@@ -1000,7 +973,7 @@ END_TEST
 START_TEST(nvrtc_many_views)
 {
     kiln_cuda_api api;
-    if (!nvrtc_api(&api))
+    if (!nvrtc_api(&api, __func__))
         return;
     kiln_buf b = {0};
     char *src = NULL;
@@ -1079,7 +1052,7 @@ END_TEST
 START_TEST(nvrtc_dump_prints_the_source)
 {
     kiln_cuda_api api;
-    if (!nvrtc_api(&api))
+    if (!nvrtc_api(&api, __func__))
         return;
     kiln__cuda_unload(&api);
     FILE *dump = tmpfile();
@@ -1132,10 +1105,8 @@ START_TEST(nvrtc_backend_compiles_and_runs_on_ref)
     ck_assert_uint_eq(be->memory, KILN_MEM_HOST);
     void *st = NULL;
     char err[4096];
-    if (be->open(0, &st, err, sizeof err) != KILN_OK) {
-        fprintf(stderr, "test_cuda: nvrtc backend test skipped: %s\n", err);
+    if (!open_or_skip(be, &st, "KILN_TEST_NVRTC_REQUIRED", __func__))
         return;
-    }
     /* relu(a*b+c) with the mul kept separate, and a sum over axis 1 */
     tseg t;
     ts_init(&t, KILN_SEGK_POINTWISE);
@@ -1194,10 +1165,8 @@ START_TEST(nvrtc_check_cache)
     const kiln_backend *be = kiln__backend_nvrtc();
     void *st = NULL;
     char err[4096];
-    if (be->open(0, &st, err, sizeof err) != KILN_OK) {
-        fprintf(stderr, "test_cuda: memo test skipped: %s\n", err);
+    if (!open_or_skip(be, &st, "KILN_TEST_NVRTC_REQUIRED", __func__))
         return;
-    }
     tseg t;
     seg_pointwise(&t, KILN_OP_SUB, KILN_F64, AC);
     kiln_kernel_options ko = ko_default();
@@ -1230,7 +1199,8 @@ END_TEST
 
 /* Differential test of generated kernels on the GPU against ref, segment
 ** by segment (no planner involved).  Runs only where the cuda backend
-** opens (the H200 machine); elsewhere it prints why and passes. */
+** opens (the H200 machine); elsewhere it records a skip (a failure under
+** KILN_TEST_GPU=1, which scripts/gpu_run.sh sets). */
 
 /* Fill n elements of dtype dt: small exact values (multiples of 1/64); with
 ** `special`, also random bit patterns (NaN, inf, denormals, huge) and, for
@@ -1523,10 +1493,8 @@ START_TEST(gpu_generated_kernels_match_ref)
     const kiln_backend *cu = kiln__backend_cuda(), *rf = kiln__backend_ref();
     void *cst = NULL, *rst = NULL;
     char err[1024];
-    if (cu->open(0, &cst, err, sizeof err) != KILN_OK) {
-        fprintf(stderr, "test_cuda: GPU differential test skipped: %s\n", err);
+    if (!open_or_skip(cu, &cst, "KILN_TEST_GPU", __func__))
         return;
-    }
     ck_assert_int_eq(rf->open(0, &rst, err, sizeof err), KILN_OK);
     differential(cu, cst, rf, rst);
     rf->close(rst);
@@ -1543,10 +1511,8 @@ START_TEST(gpu_local_bytes)
     const kiln_backend *cu = kiln__backend_cuda();
     void *cst = NULL;
     char err[1024];
-    if (cu->open(0, &cst, err, sizeof err) != KILN_OK) {
-        fprintf(stderr, "test_cuda: GPU local-bytes test skipped: %s\n", err);
+    if (!open_or_skip(cu, &cst, "KILN_TEST_GPU", __func__))
         return;
-    }
     ck_assert_ptr_nonnull(cu->local_bytes);
     tseg t;
     int64_t got[2];

@@ -63,60 +63,64 @@ static uint32_t dt_mask(const char *list)
 #define FLT "f32,f64"
 #define ANY "bool,i32,i64,f16,bf16,f32,f64"
 
+/* The op table, row by row.  `value` is the op's number in the plugin ABI
+** and the kernel database: append-only, so these numbers never change. */
 static const struct {
     kiln_op op;
+    int value;
     const char *name;
     int arity;
     const char *accepts;
-    int result; /* -1 same */
+    int result; /* -1 same, -2 given */
+    kiln_reduce reduce;
 } expect_ops[] = {
-    {KILN_OP_NEG, "neg", 1, NUM, -1},
-    {KILN_OP_ABS, "abs", 1, NUM, -1},
-    {KILN_OP_EXP, "exp", 1, FLT, -1},
-    {KILN_OP_LOG, "log", 1, FLT, -1},
-    {KILN_OP_SQRT, "sqrt", 1, FLT, -1},
-    {KILN_OP_RSQRT, "rsqrt", 1, FLT, -1},
-    {KILN_OP_RECIPROCAL, "reciprocal", 1, FLT, -1},
-    {KILN_OP_SIN, "sin", 1, FLT, -1},
-    {KILN_OP_COS, "cos", 1, FLT, -1},
-    {KILN_OP_TANH, "tanh", 1, FLT, -1},
-    {KILN_OP_SIGMOID, "sigmoid", 1, FLT, -1},
-    {KILN_OP_RELU, "relu", 1, NUM, -1},
-    {KILN_OP_ERF, "erf", 1, FLT, -1},
-    {KILN_OP_FLOOR, "floor", 1, FLT, -1},
-    {KILN_OP_CEIL, "ceil", 1, FLT, -1},
-    {KILN_OP_ADD, "add", 2, NUM, -1},
-    {KILN_OP_SUB, "sub", 2, NUM, -1},
-    {KILN_OP_MUL, "mul", 2, NUM, -1},
-    {KILN_OP_DIV, "div", 2, FLT, -1},
-    {KILN_OP_POW, "pow", 2, FLT, -1},
-    {KILN_OP_MAXIMUM, "maximum", 2, NUM, -1},
-    {KILN_OP_MINIMUM, "minimum", 2, NUM, -1},
-    {KILN_OP_EQ, "eq", 2, "bool," NUM, KILN_BOOL},
-    {KILN_OP_NE, "ne", 2, "bool," NUM, KILN_BOOL},
-    {KILN_OP_LT, "lt", 2, NUM, KILN_BOOL},
-    {KILN_OP_LE, "le", 2, NUM, KILN_BOOL},
-    {KILN_OP_GT, "gt", 2, NUM, KILN_BOOL},
-    {KILN_OP_GE, "ge", 2, NUM, KILN_BOOL},
-    {KILN_OP_AND, "and", 2, "bool", -1},
-    {KILN_OP_OR, "or", 2, "bool", -1},
-    {KILN_OP_NOT, "not", 1, "bool", -1},
-    {KILN_OP_WHERE, "where", 3, ANY, -1},
-    {KILN_OP_FMA, "fma", 3, FLT, -1},
-    {KILN_OP_SUM, "sum", 1, NUM, -1},
-    {KILN_OP_RMAX, "max", 1, NUM, -1},
-    {KILN_OP_RMIN, "min", 1, NUM, -1},
-    {KILN_OP_MATMUL, "matmul", 2, "f16,bf16,f32", KILN_F32},
-    {KILN_OP_CAST, "cast", 1, ANY, -2},
-    {KILN_OP_BROADCAST, "broadcast", 1, ANY, -1},
-    {KILN_OP_INPUT, "input", 0, ANY, -2},
-    {KILN_OP_CONST, "const", 0, ANY, -2},
+    {KILN_OP_NEG, 2, "neg", 1, NUM, -1, KILN_REDUCE_NONE},
+    {KILN_OP_ABS, 3, "abs", 1, NUM, -1, KILN_REDUCE_NONE},
+    {KILN_OP_EXP, 4, "exp", 1, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_LOG, 5, "log", 1, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_SQRT, 6, "sqrt", 1, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_RSQRT, 7, "rsqrt", 1, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_RECIPROCAL, 8, "reciprocal", 1, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_SIN, 9, "sin", 1, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_COS, 10, "cos", 1, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_TANH, 11, "tanh", 1, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_SIGMOID, 12, "sigmoid", 1, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_RELU, 13, "relu", 1, NUM, -1, KILN_REDUCE_NONE},
+    {KILN_OP_ERF, 14, "erf", 1, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_FLOOR, 15, "floor", 1, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_CEIL, 16, "ceil", 1, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_ADD, 17, "add", 2, NUM, -1, KILN_REDUCE_NONE},
+    {KILN_OP_SUB, 18, "sub", 2, NUM, -1, KILN_REDUCE_NONE},
+    {KILN_OP_MUL, 19, "mul", 2, NUM, -1, KILN_REDUCE_NONE},
+    {KILN_OP_DIV, 20, "div", 2, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_POW, 21, "pow", 2, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_MAXIMUM, 22, "maximum", 2, NUM, -1, KILN_REDUCE_NONE},
+    {KILN_OP_MINIMUM, 23, "minimum", 2, NUM, -1, KILN_REDUCE_NONE},
+    {KILN_OP_EQ, 24, "eq", 2, "bool," NUM, KILN_BOOL, KILN_REDUCE_NONE},
+    {KILN_OP_NE, 25, "ne", 2, "bool," NUM, KILN_BOOL, KILN_REDUCE_NONE},
+    {KILN_OP_LT, 26, "lt", 2, NUM, KILN_BOOL, KILN_REDUCE_NONE},
+    {KILN_OP_LE, 27, "le", 2, NUM, KILN_BOOL, KILN_REDUCE_NONE},
+    {KILN_OP_GT, 28, "gt", 2, NUM, KILN_BOOL, KILN_REDUCE_NONE},
+    {KILN_OP_GE, 29, "ge", 2, NUM, KILN_BOOL, KILN_REDUCE_NONE},
+    {KILN_OP_AND, 30, "and", 2, "bool", -1, KILN_REDUCE_NONE},
+    {KILN_OP_OR, 31, "or", 2, "bool", -1, KILN_REDUCE_NONE},
+    {KILN_OP_NOT, 32, "not", 1, "bool", -1, KILN_REDUCE_NONE},
+    {KILN_OP_WHERE, 33, "where", 3, ANY, -1, KILN_REDUCE_NONE},
+    {KILN_OP_FMA, 34, "fma", 3, FLT, -1, KILN_REDUCE_NONE},
+    {KILN_OP_SUM, 37, "sum", 1, NUM, -1, KILN_REDUCE_SUM},
+    {KILN_OP_RMAX, 38, "max", 1, NUM, -1, KILN_REDUCE_MAX},
+    {KILN_OP_RMIN, 39, "min", 1, NUM, -1, KILN_REDUCE_MIN},
+    {KILN_OP_MATMUL, 40, "matmul", 2, "f16,bf16,f32", KILN_F32, KILN_REDUCE_NONE},
+    {KILN_OP_CAST, 35, "cast", 1, ANY, -2, KILN_REDUCE_NONE},
+    {KILN_OP_BROADCAST, 36, "broadcast", 1, ANY, -1, KILN_REDUCE_NONE},
+    {KILN_OP_INPUT, 0, "input", 0, ANY, -2, KILN_REDUCE_NONE},
+    {KILN_OP_CONST, 1, "const", 0, ANY, -2, KILN_REDUCE_NONE},
 };
 #define N_EXPECT (sizeof expect_ops / sizeof expect_ops[0])
 
 static int is_pointwise(kiln_op op)
 {
-    char k = kiln__op_info(op)->kind;
+    char k = kiln__op_desc(op)->kind;
     return k == 'u' || k == 'b' || k == 'c' || k == 'l' || k == 'w' ||
            op == KILN_OP_FMA;
 }
@@ -127,22 +131,113 @@ START_TEST(op_table_matches_spec)
 {
     ck_assert_uint_eq(N_EXPECT, KILN_OP_COUNT); /* every op listed once */
     for (size_t i = 0; i < N_EXPECT; i++) {
-        const kiln_op_info *r = kiln__op_info(expect_ops[i].op);
+        const kiln_op_desc *r = kiln__op_desc(expect_ops[i].op);
         ck_assert_ptr_nonnull(r);
+        ck_assert_int_eq((int)expect_ops[i].op, expect_ops[i].value);
+        ck_assert_int_eq((int)r->op, expect_ops[i].value);
+        ck_assert_uint_eq(r->struct_size, sizeof(kiln_op_desc));
         ck_assert_str_eq(r->name, expect_ops[i].name);
         ck_assert_str_eq(r->name, kiln_op_name(expect_ops[i].op));
         ck_assert_int_eq(r->arity, expect_ops[i].arity);
         ck_assert_uint_eq(r->accepts, dt_mask(expect_ops[i].accepts));
         ck_assert_int_eq(r->result, expect_ops[i].result);
+        ck_assert_int_eq(r->reduce, expect_ops[i].reduce);
+        ck_assert_int_eq(kiln__op_is_reduce(expect_ops[i].op),
+                         expect_ops[i].reduce != KILN_REDUCE_NONE);
+        kiln_op parsed = KILN_OP_COUNT;
+        ck_assert_int_eq(kiln_op_parse(expect_ops[i].name, &parsed), KILN_OK);
+        ck_assert_int_eq((int)parsed, expect_ops[i].value);
     }
-    ck_assert_ptr_null(kiln__op_info(KILN_OP_COUNT));
-    ck_assert_ptr_null(kiln__op_info((kiln_op)-1));
-    /* kinds agree with kiln.h's X-macro */
-#define KILN_X_(id, text, ar, kd)                                              \
-    ck_assert_int_eq(kiln__op_info(id)->kind, kd);                             \
-    ck_assert_int_eq(kiln__op_info(id)->arity, ar);
+    ck_assert_ptr_null(kiln__op_desc(KILN_OP_COUNT));
+    ck_assert_ptr_null(kiln__op_desc((kiln_op)-1));
+    ck_assert_int_eq(kiln__op_is_reduce(KILN_OP_COUNT), 0);
+    ck_assert_int_eq(kiln__op_is_reduce(-1), 0);
+    /* kinds and arities agree with kiln.h's X-macro */
+#define KILN_X_(id, value, text, ar, kd)                                       \
+    ck_assert_int_eq(kiln__op_desc(id)->kind, kd);                             \
+    ck_assert_int_eq(kiln__op_desc(id)->arity, ar);                            \
+    ck_assert_int_eq((int)id, value);
     KILN_OP_TABLE(KILN_X_)
 #undef KILN_X_
+    ck_assert_int_eq(KILN_OP_COUNT, 41);
+    ck_assert_int_eq(KILN_REDUCE_NONE, 0);
+    ck_assert_int_eq(KILN_REDUCE_SUM, 1);
+    ck_assert_int_eq(KILN_REDUCE_MAX, 2);
+    ck_assert_int_eq(KILN_REDUCE_MIN, 3);
+    ck_assert_int_eq(KILN_RESULT_SAME, -1);
+    ck_assert_int_eq(KILN_RESULT_GIVEN, -2);
+}
+END_TEST
+
+/* Every kiln_dtype value (ABI: kiln_ir_node.dtype, the kernel database,
+** the .npy and DLPack mappings), its size and its float format. */
+START_TEST(dtype_values_are_pinned)
+{
+    static const struct {
+        kiln_dtype t;
+        int value;
+        const char *name;
+        size_t size;
+        int ebits, mbits;
+    } want[] = {
+        {KILN_BOOL, 0, "bool", 1, 0, 0}, {KILN_I32, 1, "i32", 4, 0, 0},
+        {KILN_I64, 2, "i64", 8, 0, 0},   {KILN_F16, 3, "f16", 2, 5, 10},
+        {KILN_BF16, 4, "bf16", 2, 8, 7}, {KILN_F32, 5, "f32", 4, 8, 23},
+        {KILN_F64, 6, "f64", 8, 11, 52},
+    };
+    ck_assert_int_eq(KILN_DTYPE_COUNT, 7);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        ck_assert_int_eq((int)want[i].t, want[i].value);
+        ck_assert_str_eq(kiln_dtype_name(want[i].t), want[i].name);
+        ck_assert_uint_eq(kiln_dtype_size(want[i].t), want[i].size);
+        kiln_dtype parsed = KILN_DTYPE_COUNT;
+        ck_assert_int_eq(kiln_dtype_parse(want[i].name, &parsed), KILN_OK);
+        ck_assert_int_eq((int)parsed, want[i].value);
+    }
+    int n = 0;
+#define KILN_X_(id, v, text, sz, eb, mb)                                       \
+    ck_assert_int_eq((int)id, v);                                              \
+    ck_assert_str_eq(want[v].name, text);                                      \
+    ck_assert_uint_eq(want[v].size, (size_t)(sz));                             \
+    ck_assert_int_eq(want[v].ebits, eb);                                       \
+    ck_assert_int_eq(want[v].mbits, mb);                                       \
+    n++;
+    KILN_DTYPE_TABLE(KILN_X_)
+#undef KILN_X_
+    ck_assert_int_eq(n, 7);
+}
+END_TEST
+
+/* The public reader of the op table: every row, and the failure contract
+** (invalid op, NULL, short struct_size: KILN_ERR_INVALID_ARGUMENT, *out
+** untouched). */
+START_TEST(op_info_public)
+{
+    for (size_t i = 0; i < N_EXPECT; i++) {
+        kiln_op_desc d;
+        memset(&d, 0xa5, sizeof d);
+        d.struct_size = sizeof d;
+        ck_assert_int_eq(kiln_op_info(expect_ops[i].op, &d), KILN_OK);
+        ck_assert_uint_eq(d.struct_size, sizeof d);
+        ck_assert_int_eq((int)d.op, expect_ops[i].value);
+        ck_assert_str_eq(d.name, expect_ops[i].name);
+        ck_assert_int_eq(d.arity, expect_ops[i].arity);
+        ck_assert_uint_eq(d.accepts, dt_mask(expect_ops[i].accepts));
+        ck_assert_int_eq(d.result, expect_ops[i].result);
+        ck_assert_int_eq(d.reduce, expect_ops[i].reduce);
+    }
+    kiln_op_desc d, before;
+    memset(&d, 0x5a, sizeof d);
+    d.struct_size = sizeof d;
+    ck_assert_int_eq(kiln_op_info(KILN_OP_COUNT, &d), KILN_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "invalid op 41"));
+    ck_assert_int_eq(kiln_op_info((kiln_op)-1, &d), KILN_ERR_INVALID_ARGUMENT);
+    d.struct_size = sizeof d - 1;
+    memcpy(&before, &d, sizeof d);
+    ck_assert_int_eq(kiln_op_info(KILN_OP_ADD, &d), KILN_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "struct_size"));
+    ck_assert_mem_eq(&d, &before, sizeof d);
+    ck_assert_int_eq(kiln_op_info(KILN_OP_ADD, NULL), KILN_ERR_INVALID_ARGUMENT);
 }
 END_TEST
 
@@ -804,6 +899,8 @@ Suite *fusion_suite(void)
     Suite *s = suite_create("fusion");
     TCase *tc = tcase_create("table");
     tcase_add_test(tc, op_table_matches_spec);
+    tcase_add_test(tc, dtype_values_are_pinned);
+    tcase_add_test(tc, op_info_public);
     tcase_add_test(tc, pointwise_op_dtype_matrix);
     tcase_add_test(tc, reduce_matmul_cast_broadcast_dtypes);
     suite_add_tcase(s, tc);

@@ -12,6 +12,7 @@
 
 #include "internal.h"
 #include "../../conformance/conform.h"
+#include "tu_skip.h"
 
 /* Canonical texts: each must parse and print back byte-identically. */
 static const char *const corpus[] = {
@@ -704,8 +705,9 @@ static int run_kiln(const char *args, char *buf, size_t cap)
 START_TEST(cli_fusion)
 {
     static char out[1 << 16];
-    if (run_kiln("fusion --help", out, sizeof out) < 0)
-        return; /* KILN_BIN unset: the CLI is tested by make test-unit */
+    if (TU_REQUIRE_ENV("KILN_BIN") == NULL)
+        return;
+    ck_assert_int_eq(run_kiln("fusion --help", out, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: kiln fusion"));
     ck_assert_int_eq(run_kiln("fusion examples/softmax.kf", out, sizeof out), 0);
     kiln_fusion *f = NULL;
@@ -738,7 +740,7 @@ START_TEST(cli_fusion)
     ck_assert_int_eq(run_kiln("fusion a.kf b.kf", out, sizeof out), 2);
     ck_assert_int_eq(run_kiln("fusion --op-table-json x.kf", out, sizeof out), 2);
 
-    /* the JSON op table mirrors kiln__op_info row by row */
+    /* the JSON op table mirrors kiln__op_desc row by row */
     ck_assert_int_eq(run_kiln("fusion --op-table-json", out, sizeof out), 0);
     json_error_t jerr;
     json_t *root = json_loads(out, 0, &jerr);
@@ -746,11 +748,15 @@ START_TEST(cli_fusion)
     json_t *ops = json_object_get(root, "ops");
     ck_assert_uint_eq(json_array_size(ops), KILN_OP_COUNT);
     for (int op = 0; op < KILN_OP_COUNT; op++) {
-        const kiln_op_info *r = kiln__op_info((kiln_op)op);
+        const kiln_op_desc *r = kiln__op_desc((kiln_op)op);
         json_t *o = json_array_get(ops, (size_t)op);
         ck_assert_str_eq(json_string_value(json_object_get(o, "name")), r->name);
+        ck_assert_int_eq(json_integer_value(json_object_get(o, "value")), op);
         ck_assert_int_eq(json_integer_value(json_object_get(o, "arity")),
                          r->arity);
+        static const char *const reduce[] = {"none", "sum", "max", "min"};
+        ck_assert_str_eq(json_string_value(json_object_get(o, "reduce")),
+                         reduce[r->reduce]);
         json_t *dts = json_object_get(o, "dtypes");
         uint32_t mask = 0;
         for (size_t k = 0; k < json_array_size(dts); k++) {
@@ -768,6 +774,27 @@ START_TEST(cli_fusion)
         else
             ck_assert_str_eq(res, kiln_dtype_name((kiln_dtype)r->result));
     }
+    /* and the dtype table: value, size, float format */
+    json_t *dtypes = json_object_get(root, "dtypes");
+    ck_assert_uint_eq(json_array_size(dtypes), KILN_DTYPE_COUNT);
+    int n_float = 0;
+    for (int t = 0; t < KILN_DTYPE_COUNT; t++) {
+        json_t *d = json_array_get(dtypes, (size_t)t);
+        ck_assert_str_eq(json_string_value(json_object_get(d, "name")),
+                         kiln_dtype_name((kiln_dtype)t));
+        ck_assert_int_eq(json_integer_value(json_object_get(d, "value")), t);
+        ck_assert_int_eq(json_integer_value(json_object_get(d, "size")),
+                         (json_int_t)kiln_dtype_size((kiln_dtype)t));
+        json_t *fmt = json_object_get(d, "format");
+        ck_assert_ptr_nonnull(fmt);
+        if (json_is_null(fmt))
+            continue;
+        n_float++;
+        json_int_t e = json_integer_value(json_object_get(fmt, "exponentBits"));
+        json_int_t m = json_integer_value(json_object_get(fmt, "fractionBits"));
+        ck_assert_int_eq(1 + e + m, 8 * (json_int_t)kiln_dtype_size((kiln_dtype)t));
+    }
+    ck_assert_int_eq(n_float, 4);
     json_decref(root);
 
     /* every example validates */

@@ -29,6 +29,7 @@
 #include <dirent.h>
 
 #include "exec_util.h"
+#include "tu_skip.h"
 #include "internal.h"
 #include "kernel_db.h"
 
@@ -824,8 +825,8 @@ static int is_root(void) { return geteuid() == 0; }
 
 static void skip_not_root(const char *what)
 {
-    fprintf(stderr, "kdb: SKIP %s: needs root to chown to another user "
-                    "(running as uid %u)\n", what, (unsigned)geteuid());
+    tu_skip("kernel_db_security", "%s: needs root to chown to another user "
+                                  "(running as uid %u)", what, (unsigned)geteuid());
     tally(what, 0, 0, 0, 1);
 }
 

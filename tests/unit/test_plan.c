@@ -8,7 +8,9 @@
 ** accepts each of them), then the values on ref against values computed
 ** here.  Also the planner's size on the alternating-reduction pattern that
 ** grew quadratically, and the signature flags of inputs and outputs past
-** position 32.
+** position 32.  Rules 1-5 of plan.c's header each have golden plan dumps
+** (the text of dump=fusion_ir, plus each segment's contracted variant),
+** checked by hand against the rule they pin.
 */
 #include <check.h>
 #include <math.h>
@@ -678,6 +680,333 @@ START_TEST(split_allocation_failures)
 }
 END_TEST
 
+/* ------------------------------------------------- golden plan dumps */
+
+/* The plan of .kf text kf (every input dense and aligned) under the
+** enable item en and the disable item dis (either NULL), as text: the
+** dump=fusion_ir dump (kiln__plan_dump), then, for each segment with a
+** contracted variant (rule 5), that variant's nodes.  Freed by free(). */
+static char *plan_text(const char *kf, const char *en, const char *dis)
+{
+    kiln_fusion *f = tu_fusion(kf);
+    struct kiln_options o;
+    memset(&o, 0, sizeof o);
+    if (en != NULL)
+        ck_assert_int_eq(kiln__options_apply_item(&o, KILN_SET_ENABLE, en, 0), KILN_OK);
+    if (dis != NULL)
+        ck_assert_int_eq(kiln__options_apply_item(&o, KILN_SET_DISABLE, dis, 0), KILN_OK);
+    uint8_t bits[64];
+    ck_assert_uint_le(f->n_inputs + f->n_outputs, sizeof bits);
+    memset(bits, KILN__SIG_CONTIG | KILN__SIG_ALIGN16, sizeof bits);
+    kiln__sig sig = {bits, bits + f->n_inputs, 0};
+    kiln__plan *p = NULL;
+    ck_assert_msg(kiln__plan_build(f, &o, NULL, &sig, &p) == KILN_OK, "plan: %s",
+                  kiln_last_error());
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(m);
+    kiln__plan_dump(p, m);
+    for (uint32_t s = 0; s < p->n_segs; s++) {
+        const kiln__segir *ir = &p->segs[s].ir[1];
+        if (!p->segs[s].contracts)
+            continue;
+        fprintf(m, "fma variant of segment %u:", s);
+        for (uint32_t i = 0; i < ir->n_nodes; i++) {
+            const kiln_ir_node *n = &ir->nodes[i];
+            fprintf(m, " n%u=%s", i, kiln_op_name((kiln_op)n->op));
+            for (int k = 0; k < 3 && n->args[k] >= 0; k++)
+                fprintf(m, "%sn%d", k ? "," : "(", n->args[k]);
+            if (n->args[0] >= 0)
+                fputc(')', m);
+        }
+        fputc('\n', m);
+    }
+    fclose(m);
+    kiln__plan_free(p);
+    kiln_fusion_destroy(f);
+    return text;
+}
+
+/* The plan of kf is exactly `want` (on a difference both go to stderr:
+** Check's messages are too short for them). */
+static void golden(const char *what, const char *kf, const char *en, const char *dis,
+                   const char *want)
+{
+    char *got = plan_text(kf, en, dis);
+    if (strcmp(got, want) != 0)
+        fprintf(stderr, "%s: the plan differs from the golden dump\n--- want\n%s--- got\n%s",
+                what, want, got);
+    int same = strcmp(got, want) == 0;
+    free(got);
+    ck_assert_msg(same, "%s: the plan differs from the golden dump (stderr shows both)", what);
+}
+
+/* The golden dumps, checked by hand against plan.c's rules (the hash is 0:
+** only the plan cache sets it). */
+#define GOLDEN_R1_RED \
+    "kiln: plan 0000000000000000: 2 segments\n"\
+    "kiln:   segment 0: reduction, domain of %2 (rank 2)\n"\
+    "kiln:     in0 = %0 over D map [0,1] traits 3\n"\
+    "kiln:     in1 = %1 over K map [0,1] traits 3\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = abs f32 rank 2 bcast 0x0 n0\n"\
+    "kiln:     n2 = sum f32 rank 2 bcast 0x2 n1 axes 0x2\n"\
+    "kiln:     n3 = input f32 rank 2 bcast 0x2 io 1\n"\
+    "kiln:     n4 = add f32 rank 2 bcast 0x2 n2 n3\n"\
+    "kiln:     out0 = n4 -> %4 (output)\n"\
+    "kiln:   segment 1: reduction, domain of %0 (rank 2)\n"\
+    "kiln:     in0 = %0 over D map [0,1] traits 3\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = max f32 rank 2 bcast 0x2 n0 axes 0x2\n"\
+    "kiln:     out0 = n1 -> %5 (output)\n"
+#define GOLDEN_R1_MM_DEFAULT \
+    "kiln: plan 0000000000000000: 2 segments\n"\
+    "kiln:   segment 0: matmul_fallback, domain of %3 (rank 2)\n"\
+    "kiln:     in0 = %0 over own map [0,1] traits 3\n"\
+    "kiln:     in1 = %1 over own map [0,1] traits 3\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = input f32 rank 2 bcast 0x0 io 1\n"\
+    "kiln:     n2 = matmul f32 rank 2 bcast 0x0 n0 n1\n"\
+    "kiln:     out0 = n2 -> %3 (intermediate)\n"\
+    "kiln:   segment 1: pointwise, domain of %5 (rank 2)\n"\
+    "kiln:     in0 = %3 over D map [0,1] traits 3\n"\
+    "kiln:     in1 = %2 over D map [0,1] traits 3\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = input f32 rank 2 bcast 0x0 io 1\n"\
+    "kiln:     n2 = add f32 rank 2 bcast 0x0 n0 n1\n"\
+    "kiln:     n3 = relu f32 rank 2 bcast 0x0 n2\n"\
+    "kiln:     out0 = n3 -> %5 (output)\n"
+#define GOLDEN_R1_MM_EXPR \
+    "kiln: plan 0000000000000000: 2 segments\n"\
+    "kiln:   segment 0: matmul, domain of %3 (rank 2)\n"\
+    "kiln:     in0 = %0 over own map [0,1] traits 3\n"\
+    "kiln:     in1 = %1 over own map [0,1] traits 3\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = input f32 rank 2 bcast 0x0 io 1\n"\
+    "kiln:     n2 = matmul f32 rank 2 bcast 0x0 n0 n1\n"\
+    "kiln:     out0 = n2 -> %3 (intermediate)\n"\
+    "kiln:   segment 1: pointwise, domain of %5 (rank 2)\n"\
+    "kiln:     in0 = %3 over D map [0,1] traits 3\n"\
+    "kiln:     in1 = %2 over D map [0,1] traits 3\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = input f32 rank 2 bcast 0x0 io 1\n"\
+    "kiln:     n2 = add f32 rank 2 bcast 0x0 n0 n1\n"\
+    "kiln:     n3 = relu f32 rank 2 bcast 0x0 n2\n"\
+    "kiln:     out0 = n3 -> %5 (output)\n"
+#define GOLDEN_R1_MM_FUSE \
+    "kiln: plan 0000000000000000: 1 segment\n"\
+    "kiln:   segment 0: matmul_epilogue, domain of %3 (rank 2)\n"\
+    "kiln:     in0 = %0 over own map [0,1] traits 3\n"\
+    "kiln:     in1 = %1 over own map [0,1] traits 3\n"\
+    "kiln:     in2 = %2 over D map [0,1] traits 3\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = input f32 rank 2 bcast 0x0 io 1\n"\
+    "kiln:     n2 = matmul f32 rank 2 bcast 0x0 n0 n1\n"\
+    "kiln:     n3 = input f32 rank 2 bcast 0x0 io 2\n"\
+    "kiln:     n4 = add f32 rank 2 bcast 0x0 n2 n3\n"\
+    "kiln:     n5 = relu f32 rank 2 bcast 0x0 n4\n"\
+    "kiln:     out0 = n5 -> %5 (output)\n"
+#define GOLDEN_R2 \
+    "kiln: plan 0000000000000000: 2 segments\n"\
+    "kiln:   segment 0: reduction, domain of %0 (rank 2)\n"\
+    "kiln:     in0 = %0 over D map [0,1] traits 3\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = sum f32 rank 2 bcast 0x2 n0 axes 0x2\n"\
+    "kiln:     n2 = const f32 rank 2 bcast 0x3 0x40000000\n"\
+    "kiln:     n3 = mul f32 rank 2 bcast 0x2 n1 n2\n"\
+    "kiln:     out0 = n1 -> %2 (intermediate)\n"\
+    "kiln:     out1 = n3 -> %4 (output)\n"\
+    "kiln:   segment 1: pointwise, domain of %6 (rank 2)\n"\
+    "kiln:     in0 = %2 over D map [0,1] traits 3\n"\
+    "kiln:     in1 = %1 over D map [0,1] traits 3\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = input f32 rank 2 bcast 0x0 io 1\n"\
+    "kiln:     n2 = neg f32 rank 2 bcast 0x0 n1\n"\
+    "kiln:     n3 = add f32 rank 2 bcast 0x0 n0 n2\n"\
+    "kiln:     out0 = n3 -> %6 (output)\n"
+#define GOLDEN_R3 \
+    "kiln: plan 0000000000000000: 3 segments\n"\
+    "kiln:   segment 0: pointwise, domain of %1 (rank 2)\n"\
+    "kiln:     in0 = %0 over D map [0,1] traits 3\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = neg f32 rank 2 bcast 0x0 n0\n"\
+    "kiln:     n2 = abs f32 rank 2 bcast 0x0 n0\n"\
+    "kiln:     out0 = n1 -> %1 (output)\n"\
+    "kiln:     out1 = n2 -> %2 (output)\n"\
+    "kiln:   segment 1: reduction, domain of %0 (rank 2)\n"\
+    "kiln:     in0 = %0 over D map [0,1] traits 3\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = sum f32 rank 2 bcast 0x2 n0 axes 0x2\n"\
+    "kiln:     out0 = n1 -> %3 (intermediate)\n"\
+    "kiln:   segment 2: pointwise, domain of %4 (rank 2)\n"\
+    "kiln:     in0 = %0 over D map [0,1] traits 3\n"\
+    "kiln:     in1 = %3 over D map [0,1] traits 2\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = input f32 rank 2 bcast 0x0 io 1\n"\
+    "kiln:     n2 = sub f32 rank 2 bcast 0x0 n0 n1\n"\
+    "kiln:     out0 = n2 -> %4 (output)\n"
+#define GOLDEN_R4_SOFTMAX \
+    "kiln: plan 0000000000000000: 2 segments\n"\
+    "kiln:   segment 0: reduction, domain of %1 (rank 2)\n"\
+    "kiln:     in0 = %0 over D map [0,1] traits 3\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = exp f32 rank 2 bcast 0x0 n0\n"\
+    "kiln:     n2 = sum f32 rank 2 bcast 0x2 n1 axes 0x2\n"\
+    "kiln:     out0 = n2 -> %2 (intermediate)\n"\
+    "kiln:   segment 1: pointwise, domain of %3 (rank 2)\n"\
+    "kiln:     in0 = %0 over D map [0,1] traits 3\n"\
+    "kiln:     in1 = %2 over D map [0,1] traits 2\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = exp f32 rank 2 bcast 0x0 n0\n"\
+    "kiln:     n2 = input f32 rank 2 bcast 0x0 io 1\n"\
+    "kiln:     n3 = div f32 rank 2 bcast 0x0 n1 n2\n"\
+    "kiln:     out0 = n3 -> %3 (output)\n"
+#define GOLDEN_R4_BCAST \
+    "kiln: plan 0000000000000000: 1 segment\n"\
+    "kiln:   segment 0: pointwise, domain of %3 (rank 2)\n"\
+    "kiln:     in0 = %0 over D map [1] traits 2\n"\
+    "kiln:     in1 = %1 over D map [0,1] traits 3\n"\
+    "kiln:     n0 = input f32 rank 2 bcast 0x0 io 0\n"\
+    "kiln:     n1 = input f32 rank 2 bcast 0x0 io 1\n"\
+    "kiln:     n2 = add f32 rank 2 bcast 0x0 n0 n1\n"\
+    "kiln:     out0 = n2 -> %3 (output)\n"
+#define GOLDEN_R5 \
+    "kiln: plan 0000000000000000: 1 segment\n"\
+    "kiln:   segment 0: pointwise, domain of %4 (rank 1), contracts under fma\n"\
+    "kiln:     in0 = %0 over D map [0] traits 3\n"\
+    "kiln:     in1 = %1 over D map [0] traits 3\n"\
+    "kiln:     in2 = %2 over D map [0] traits 3\n"\
+    "kiln:     n0 = input f32 rank 1 bcast 0x0 io 0\n"\
+    "kiln:     n1 = input f32 rank 1 bcast 0x0 io 1\n"\
+    "kiln:     n2 = mul f32 rank 1 bcast 0x0 n0 n1\n"\
+    "kiln:     n3 = input f32 rank 1 bcast 0x0 io 2\n"\
+    "kiln:     n4 = add f32 rank 1 bcast 0x0 n2 n3\n"\
+    "kiln:     n5 = mul f32 rank 1 bcast 0x0 n1 n3\n"\
+    "kiln:     n6 = add f32 rank 1 bcast 0x0 n0 n5\n"\
+    "kiln:     n7 = mul f32 rank 1 bcast 0x0 n0 n3\n"\
+    "kiln:     n8 = add f32 rank 1 bcast 0x0 n7 n7\n"\
+    "kiln:     n9 = mul f32 rank 1 bcast 0x0 n3 n3\n"\
+    "kiln:     n10 = add f32 rank 1 bcast 0x0 n9 n0\n"\
+    "kiln:     out0 = n4 -> %4 (output)\n"\
+    "kiln:     out1 = n6 -> %6 (output)\n"\
+    "kiln:     out2 = n8 -> %8 (output)\n"\
+    "kiln:     out3 = n9 -> %9 (output)\n"\
+    "kiln:     out4 = n10 -> %10 (output)\n"\
+    "fma variant of segment 0: n0=input n1=input n2=input n3=fma(n0,n1,n2) n4=fma(n1,n2,n0) n5=mul(n0,n2) n6=add(n5,n5) n7=mul(n2,n2) n8=add(n7,n0)\n"
+#define GOLDEN_R5_TYPES \
+    "kiln: plan 0000000000000000: 2 segments\n"\
+    "kiln:   segment 0: pointwise, domain of %4 (rank 1), contracts under fma\n"\
+    "kiln:     in0 = %0 over D map [0] traits 3\n"\
+    "kiln:     in1 = %1 over D map [0] traits 3\n"\
+    "kiln:     n0 = input f64 rank 1 bcast 0x0 io 0\n"\
+    "kiln:     n1 = input f64 rank 1 bcast 0x0 io 1\n"\
+    "kiln:     n2 = mul f64 rank 1 bcast 0x0 n0 n1\n"\
+    "kiln:     n3 = add f64 rank 1 bcast 0x0 n2 n0\n"\
+    "kiln:     out0 = n3 -> %4 (output)\n"\
+    "kiln:   segment 1: pointwise, domain of %6 (rank 1)\n"\
+    "kiln:     in0 = %2 over D map [0] traits 3\n"\
+    "kiln:     n0 = input i32 rank 1 bcast 0x0 io 0\n"\
+    "kiln:     n1 = mul i32 rank 1 bcast 0x0 n0 n0\n"\
+    "kiln:     n2 = add i32 rank 1 bcast 0x0 n1 n0\n"\
+    "kiln:     out0 = n2 -> %6 (output)\n"\
+    "fma variant of segment 0: n0=input n1=input n2=fma(n0,n1,n0)\n"
+
+#define KF "kiln.fusion 1\n"
+
+/* Rule 1: REDUCE and MATMUL results are hard values, each starting a
+** segment in node order.  A reduction segment holds the producer cone over
+** the operand's shape, the REDUCE, and its reduced-shape consumers. */
+START_TEST(golden_rule1_reductions)
+{
+    golden("rule 1, reductions",
+           KF "%x = input f32 [?, ?]\n%b = input f32 [?, 1]\n%a = abs %x\n"
+              "%s = sum %a axes=[1] keepdim\n%t = add %s %b\n"
+              "%m = max %x axes=[1] keepdim\noutput %t\noutput %m\n",
+           NULL, NULL, GOLDEN_R1_RED);
+}
+END_TEST
+
+/* Rule 1: the matmul path is the segment kind: the library fallback by
+** default, a generated standalone matmul under disable=matmul_expr_eval,
+** and under enable=fuse_matmul one generated kernel that also takes the
+** pointwise consumers over [M,N]. */
+START_TEST(golden_rule1_matmul_paths)
+{
+    static const char kf[] = KF "%a = input f32 [?, ?]\n%b = input f32 [?, ?]\n"
+                                "%c = input f32 [?, ?]\n%m = matmul %a %b\n"
+                                "%r = add %m %c\n%y = relu %r\noutput %y\n";
+    golden("rule 1, default matmul path", kf, NULL, NULL, GOLDEN_R1_MM_DEFAULT);
+    golden("rule 1, disable=matmul_expr_eval", kf, NULL, "matmul_expr_eval",
+           GOLDEN_R1_MM_EXPR);
+    golden("rule 1, enable=fuse_matmul", kf, "fuse_matmul", NULL, GOLDEN_R1_MM_FUSE);
+}
+END_TEST
+
+/* Rule 2: a consumer joins the reduction segment when it has the reduced
+** shape and its other operands are constants, inputs or values of earlier
+** segments -- not when it reads a pointwise value no segment makes (%n). */
+START_TEST(golden_rule2_consumers)
+{
+    golden("rule 2",
+           KF "%x = input f32 [?, ?]\n%b = input f32 [?, 1]\n"
+              "%s = sum %x axes=[1] keepdim\n%k = const f32 0x40000000\n"
+              "%t = mul %s %k\n%n = neg %b\n%u = add %s %n\n"
+              "output %t\noutput %u\n",
+           NULL, NULL, GOLDEN_R2);
+}
+END_TEST
+
+/* Rule 3: values that must exist in memory join the last pointwise segment
+** of their shape when everything they read is made before it (%p, %q),
+** else start a new one (%z reads %s, made by a later segment). */
+START_TEST(golden_rule3_pointwise)
+{
+    golden("rule 3",
+           KF "%x = input f32 [?, ?]\n%p = neg %x\n%q = abs %x\n"
+              "%s = sum %x axes=[1] keepdim\n%z = sub %x %s\n"
+              "output %p\noutput %q\noutput %z\n",
+           NULL, NULL, GOLDEN_R3);
+}
+END_TEST
+
+/* Rule 4: a segment recomputes the pointwise cone of what it makes (exp %x
+** in both segments of softmax), and BROADCAST nodes disappear into the
+** views (the map of in1). */
+START_TEST(golden_rule4_recompute_and_views)
+{
+    golden("rule 4, softmax",
+           KF "%x = input f32 [?, ?]\n%e = exp %x\n%s = sum %e axes=[1] keepdim\n"
+              "%y = div %e %s\noutput %y\n",
+           NULL, NULL, GOLDEN_R4_SOFTMAX);
+    golden("rule 4, broadcast",
+           KF "%v = input f32 [?]\n%y = input f32 [?, ?]\n"
+              "%b = broadcast %v rank=2 new=[0]\n%z = add %b %y\noutput %z\n",
+           NULL, NULL, GOLDEN_R4_BCAST);
+}
+END_TEST
+
+/* Rule 5: add(mul(a,b),c) and add(c,mul(a,b)) contract to fma(a,b,c) in
+** the second IR variant, for f32 and f64, when the mul has exactly one use
+** and is not a fusion output; not for integers. */
+START_TEST(golden_rule5_contraction)
+{
+    golden("rule 5",
+           KF "%a = input f32 [?]\n%b = input f32 [?]\n%c = input f32 [?]\n"
+              "%m1 = mul %a %b\n%r1 = add %m1 %c\n"  /* lhs: contracts */
+              "%m2 = mul %b %c\n%r2 = add %a %m2\n"  /* rhs: contracts */
+              "%m3 = mul %a %c\n%r3 = add %m3 %m3\n" /* two uses: no */
+              "%m4 = mul %c %c\n%r4 = add %m4 %a\n"  /* an output: no */
+              "output %r1\noutput %r2\noutput %r3\noutput %r4\noutput %m4\n",
+           NULL, NULL, GOLDEN_R5);
+    golden("rule 5, f64 and i32",
+           KF "%a = input f64 [?]\n%b = input f64 [?]\n%i = input i32 [?]\n"
+              "%m = mul %a %b\n%r = add %m %a\n%n = mul %i %i\n%s = add %n %i\n"
+              "output %r\noutput %s\n",
+           NULL, NULL, GOLDEN_R5_TYPES);
+}
+END_TEST
+
 Suite *plan_suite(void)
 {
     Suite *s = suite_create("plan");
@@ -692,6 +1021,14 @@ Suite *plan_suite(void)
     tcase_add_test(tc, split_keeps_contraction);
     tcase_add_test(tc, signature_flags_past_32);
     tcase_add_test(tc, split_allocation_failures);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("rules");
+    tcase_add_test(tc, golden_rule1_reductions);
+    tcase_add_test(tc, golden_rule1_matmul_paths);
+    tcase_add_test(tc, golden_rule2_consumers);
+    tcase_add_test(tc, golden_rule3_pointwise);
+    tcase_add_test(tc, golden_rule4_recompute_and_views);
+    tcase_add_test(tc, golden_rule5_contraction);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -2156,50 +2156,6 @@ START_TEST(fault_injection_compile_launch)
 }
 END_TEST
 
-/* ------------------------------------------------ numeric.c helpers */
-
-START_TEST(numeric_ulp_and_ftz)
-{
-    ck_assert_uint_eq(kiln__ulp_distance(KILN_F32, 0x3f800000, 0x3f800001), 1);
-    ck_assert_uint_eq(kiln__ulp_distance(KILN_F32, 0x80000000, 0x00000000), 0);
-    ck_assert_uint_eq(kiln__ulp_distance(KILN_F32, 0x80000001, 0x00000001), 2);
-    ck_assert_uint_eq(kiln__ulp_distance(KILN_F32, 0x7f7fffff, 0x7f800000), 1);
-    ck_assert_uint_eq(kiln__ulp_distance(KILN_F32, 0x7fc00000, 0xffc00001), 0);
-    ck_assert_uint_eq(kiln__ulp_distance(KILN_F32, 0x7fc00000, 0x3f800000), UINT64_MAX);
-    ck_assert_uint_eq(kiln__ulp_distance(KILN_F16, 0x3c00, 0xbc00), 2 * 0x3c00);
-    ck_assert_uint_eq(kiln__ulp_distance(KILN_BF16, 0x0001, 0x8001), 2);
-    ck_assert_uint_eq(kiln__ulp_distance(KILN_F64, 0x3ff0000000000000ull, 0x3fefffffffffffffull), 1);
-    ck_assert_uint_eq(kiln__ulp_distance(KILN_F64, 0x7fefffffffffffffull, 0xffefffffffffffffull),
-                      2 * 0x7fefffffffffffffull);
-    ck_assert_uint_eq(kiln__ulp_distance(KILN_I32, 5, 5), 0);
-    ck_assert_uint_eq(kiln__ulp_distance(KILN_I32, 5, 6), UINT64_MAX);
-    ck_assert(kiln__bits_is_subnormal(KILN_F16, 0x03ff));
-    ck_assert(!kiln__bits_is_subnormal(KILN_F16, 0x0400));
-    ck_assert(!kiln__bits_is_subnormal(KILN_F32, 0x80000000));
-    ck_assert_uint_eq(kiln__bits_ftz(KILN_F32, 0x807fffff), 0x80000000);
-    ck_assert_uint_eq(kiln__bits_ftz(KILN_BF16, 0x0040), 0x0000);
-    ck_assert_uint_eq(kiln__bits_ftz(KILN_F64, 0x0010000000000000ull), 0x0010000000000000ull);
-    ck_assert(kiln__bits_isnan(KILN_BF16, 0x7f81) && !kiln__bits_isnan(KILN_BF16, 0x7f80));
-    ck_assert(kiln__bits_isinf(KILN_F16, 0xfc00));
-    ck_assert(kiln__ulp_size(KILN_F32, 0x3f800000) == 0x1p-23);
-    ck_assert(kiln__ulp_size(KILN_F16, 0x0000) == 0x1p-24);
-    ck_assert(kiln__ulp_size(KILN_BF16, 0x3f80) == 0x1p-7);
-    ck_assert(kiln__ulp_size(KILN_F64, 0x0000000000000001ull) == 0x1p-1074);
-    ck_assert(isnan(kiln__ulp_size(KILN_F32, 0x7f800000)));
-    /* load/store round trip and the bits API */
-    unsigned char buf[8];
-    kiln__store_bits(KILN_I32, buf, 0xfffffffeu);
-    ck_assert_int_eq(kiln__load_i64(KILN_I32, buf), -2);
-    ck_assert(kiln__load_f64(KILN_I32, buf) == -2.0);
-    kiln__store_bits(KILN_F16, buf, 0xc500);
-    ck_assert(kiln__load_f64(KILN_F16, buf) == -5.0);
-    ck_assert_int_eq(kiln__load_i64(KILN_F16, buf), -5);
-    ck_assert_uint_eq(kiln__bits_from_f64(KILN_BF16, 1.0), 0x3f80);
-    ck_assert_uint_eq(kiln__bits_from_i64(KILN_F16, 2049), 0x6800);
-    ck_assert(kiln__bits_to_f64(KILN_F16, 0x7bff) == 65504.0);
-}
-END_TEST
-
 /* ------------------------------------------------------------ threads */
 
 /* One compiled reduction kernel launched concurrently from several threads
@@ -2316,7 +2272,6 @@ Suite *ref_suite(void)
     tcase_add_test(tcc, cast_int_to_float);
     tcase_add_test(tcc, cast_float_to_int_saturate);
     tcase_add_test(tcc, cast_widening_exact);
-    tcase_add_test(tcc, numeric_ulp_and_ftz);
     tcase_add_test(tcc, cast_sweep_vs_independent_encoder);
     tcase_add_test(tcc, cast_matrix_all_pairs);
     suite_add_tcase(s, tcc);
