@@ -20,6 +20,7 @@ the bound is 0.
 from fractions import Fraction
 
 import fp
+import kf
 
 # unit roundoff and precision (significand bits) of the accumulation type
 U = {"f32": Fraction(1, 1 << 24), "f64": Fraction(1, 1 << 53)}
@@ -78,7 +79,6 @@ def matmul_bounds(av, bv, M, K, N, refs, epilogue=None):
     """Per-element hex f64 bounds on |got - ref| of [M,K] x [K,N] (row-major
     values av, bv), refs the reference outputs; with epilogue (the f32 bias
     row of relu(add(matmul, bias))) the epilogue's add rounding is added."""
-    import kf
     ex, mag = kf.matmul_exact(([M, K], av), ([K, N], bv))
     u = U["f32"]
     out = []

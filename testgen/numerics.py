@@ -883,13 +883,22 @@ MM_ORDER_CASES = (
 )
 
 
+def mm_order_operands(c, dt):
+    """Case c of MM_ORDER_CASES in operand dtype dt: (what, M, K, N, a, b,
+    bias) with row-major a [M,K], b [K,N] and the f32 bias row [1,N] (also
+    read by testgen/accumulation_orders.py)."""
+    what, M, K, N, gen = MM_ORDER_CASES[c]
+    rng = random.Random(1300 + 10 * c + ("f16", "bf16", "f32").index(dt))
+    pa = [gen(rng, dt) for _ in range(53)]
+    pb = [gen(rng, dt) for _ in range(53)]
+    av, bv = kf.expand_repeat(pa, M * K), kf.expand_repeat(pb, K * N)
+    cv = [fp.rnd(rng.uniform(-1, 1), "f32") for _ in range(N)]
+    return what, M, K, N, av, bv, cv
+
+
 def gen_matmul_orders(B, dt):
-    for c, (what, M, K, N, gen) in enumerate(MM_ORDER_CASES):
-        rng = random.Random(1300 + 10 * c + ("f16", "bf16", "f32").index(dt))
-        pa = [gen(rng, dt) for _ in range(53)]
-        pb = [gen(rng, dt) for _ in range(53)]
-        av, bv = kf.expand_repeat(pa, M * K), kf.expand_repeat(pb, K * N)
-        cv = [fp.rnd(rng.uniform(-1, 1), "f32") for _ in range(N)]
+    for c in range(len(MM_ORDER_CASES)):
+        what, M, K, N, av, bv, cv = mm_order_operands(c, dt)
         for pname, opts in PATHS:
             g = kf.Graph()
             a = g.input(dt, "??")
@@ -907,8 +916,7 @@ def gen_matmul_orders(B, dt):
                   "accumulator narrower than f32 exceeds the bound" % (
                       dt, M, K, K, N, what, pname),
                   ["Matmul", "MatmulPath", "Large", "Order"], g, ins,
-                  options=opts,
-                  check=chk, period=53)
+                  options=opts, check=chk, period=53)
 
 
 # -------------------------------------------------------- fast_math
