@@ -357,9 +357,14 @@ int cf_compare(const cf_check *c, kiln_dtype dt, size_t numel,
             if (c->kind == CF_CHECK_ABS)
                 bound = c->bounds[k];
             else {
-                double lg = c->sum_n > 1 ? ceil(log2((double)c->sum_n)) : 0;
-                bound = 2.0 * (lg + 2.0) * c->sum_u *
-                        (sum_scale ? sum_scale[k] : 0.0);
+                /* 2 gamma_n S, gamma_n = n u / (1 - n u): any summation
+                ** order of n terms is within gamma_{n-1} of the exact sum
+                ** (docs/numerics.md); gamma_n also covers S being ref's
+                ** rounded sum of |terms|.  n u >= 1: no finite bound. */
+                double nu = (double)c->sum_n * c->sum_u;
+                bound = nu >= 1.0 ? INFINITY
+                        : 2.0 * (nu / (1.0 - nu)) *
+                              (sum_scale ? sum_scale[k] : 0.0);
             }
             if (cf_is_nan(dt, g) || cf_is_nan(dt, w) || is_inf(dt, w) ||
                 is_inf(dt, g))

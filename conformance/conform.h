@@ -199,8 +199,8 @@ typedef struct cf_check {
     int ftz;
     cf_alt *alts;
     size_t n_alts;
-    /* SUMBOUND (differential): |got - ref| <= 2 * (ceil(log2 n) + 2) *
-    ** u * S, S from the runner (see differential.c). */
+    /* SUMBOUND (differential): |got - ref| <= 2 * gamma_n * S, gamma_n =
+    ** n u / (1 - n u), S from the runner (see differential.c). */
     int64_t sum_n;
     double sum_u;
 } cf_check;

@@ -8,7 +8,7 @@
 #   bash scripts/gpu_run.sh stress SECS
 #   bash scripts/gpu_run.sh many
 #   bash scripts/gpu_run.sh only STAGE...   (unit python nvrtc_cache conform
-#     many_views serde kdb memcheck racecheck bench torch pyoverhead)
+#     many_views matmul serde kdb memcheck racecheck bench torch pyoverhead)
 # quick: unit tests + suite + the Python frontend's GPU checks; full: +
 #   compute-sanitizer subsets, benchmarks;
 # python: only the Python frontend: python/tests/gpu_check.py (torch, CuPy,
@@ -171,6 +171,20 @@ many_views_check() {
   rm -rf "$d"
   return "$rc"
 }
+# Issue 13: the matmul contract on the H200.  (1) The matmul and Order
+# vectors (docs/numerics.md, "Reductions and matmul") on cuda: every matmul
+# vector runs on the three paths (default = cuBLAS, disable=
+# matmul_expr_eval = generated, enable=fuse_matmul = generated + epilogue).
+# (2) bench/matmul_bound.py: the worst error / (gamma_K P) of each path on
+# 4096^3 f32 and bf16 and f16 with K = 4097, all-positive uniform [0, 1).
+matmul_check() {
+  local rc=0
+  CK_FORK=no $B/kiln conform --backend cuda --category numerics \
+    --filter 'matmul|narrower than' > "$OUT/matmul-conform.log" 2>&1 || rc=1
+  grep -E '^FAIL|PASS on|FAIL on' "$OUT/matmul-conform.log"
+  python3 bench/matmul_bound.py --kiln $B/kiln --backend cuda || rc=1
+  return "$rc"
+}
 # One named stage of quick/full/final (and of `only`).
 run_stage() {
   case "$1" in
@@ -179,6 +193,7 @@ run_stage() {
   nvrtc_cache) stage nvrtc_cache 60 nvrtc_cache_check ;;
   conform) stage conform 420 conform_cuda ;;
   many_views) stage many_views 120 many_views_check ;;
+  matmul) stage matmul 240 matmul_check ;;
   serde) stage serde 400 conform_serde_cuda ;;
   kdb) stage kdb 120 $B/kiln bench kdb --backend cuda --runs 5 ;;
   memcheck) stage memcheck 70 compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300 ;;

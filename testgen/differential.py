@@ -27,11 +27,13 @@ Input generation recipe (normative; also in docs/conformance.md):
 Tolerances (per output): {"kind": "exact"} bit-identical (any NaN matches
 any NaN); {"kind": "ulp", "max": N} ordered-integer distance <= N;
 {"kind": "sumBound", "n": n, "absFusion": KF}: |got - ref| <=
-2 * (ceil(log2 n) + 2) * u * S per output element, where n is the number of
-terms reduced into each element, u = 2^-24 (f32) or 2^-53 (f64), and S is
-the ref backend's result of the fusion KF (the same reduction over the
-absolute values of the terms) on the same inputs -- both results are within
-the single bound of the exact sum, hence the factor 2.
+2 * gamma_n * S per output element, gamma_n = n u / (1 - n u), where n is
+the number of terms reduced into each element, u = 2^-24 (f32) or 2^-53
+(f64), and S is the ref backend's result of the fusion KF (the same
+reduction over the absolute values of the terms) on the same inputs --
+both results are within the single, order-independent bound gamma_{n-1}
+sum|x| of the exact sum (docs/numerics.md), hence the factor 2; gamma_n
+rather than gamma_{n-1} covers S being a rounded sum itself.
 """
 
 import fp

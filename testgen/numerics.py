@@ -10,14 +10,17 @@ Checks (docs/conformance.md gives the exact formulas):
   exact  correctly rounded ops (any NaN matches any NaN)
   ulp    transcendentals: ordered-integer distance from the reference <= max
   abs    reductions and matmul: |got - ref| <= bound (hex f64 per element),
-         bound = (ceil(log2 n) + 2) * u * sum|x_i| + |ref - exact|
-         (rounded up to f64), u = 2^-24 (f32) or 2^-53 (f64).
+         bound = gamma_m * sum|terms| + |ref - exact| (rounded up to f64),
+         gamma_m = m u / (1 - m u), m = n - 1 for a sum of n terms and K
+         for a matmul, u = 2^-24 (f32) or 2^-53 (f64); 0 where every order
+         is exact (errbound.py).
 """
 
 import math
 import random
 from fractions import Fraction
 
+import errbound
 import fp
 import kf
 import many_inputs
@@ -50,6 +53,10 @@ NOTES = {
     "Reduction": "Sum/max/min reduction; sums use the error-bound check.",
     "KeepDim": "Reduction with keepdim.",
     "Matmul": "Matmul, checked with the sum bound over K.",
+    "Order": "Inputs where the order of accumulation matters (large K or "
+             "n, all-positive terms, cancellation): every order in the "
+             "accumulation type meets the bound, a narrower accumulator "
+             "does not.",
     "MatmulPath": "A matmul path chosen by options (default fallback, "
                   "disable=matmul_expr_eval, enable=fuse_matmul).",
     "Contraction": "The contraction rule (add(mul(a,b),c) -> "
@@ -625,8 +632,8 @@ def gen_cast(B, rng):
 # ------------------------------------------------------------ reductions
 
 def sum_check(dt, axes_groups):
-    """abs bounds for a sum: per output element from its input group."""
-    u = Fraction(1, 1 << 24) if dt == "f32" else Fraction(1, 1 << 53)
+    """abs bounds for a sum: per output element from its input group
+    (errbound.sum_bound: gamma_{n-1} sum|x_i| + |ref - exact|)."""
 
     def chk(k, vals, inputs):
         bounds = []
@@ -634,13 +641,9 @@ def sum_check(dt, axes_groups):
             if any(not math.isfinite(x) for x in xs):
                 bounds.append(fp.h(0.0, "f64"))
                 continue
-            n = len(xs)
-            lg = (n - 1).bit_length() if n > 1 else 0
-            mag = fp.exact_abs_sum(xs)
-            ex = fp.exact_sum(xs)
             ref = vals[i]
-            bnd = (lg + 2) * u * mag + (abs(Fraction(ref) - ex)
-                                        if math.isfinite(ref) else 0)
+            bnd = errbound.sum_bound(xs, ref if math.isfinite(ref) else
+                                     fp.exact_sum(xs), dt)
             bounds.append(fp.h(fp.ceil_f64(bnd), "f64"))
         return {"kind": "abs", "bounds": bounds}
     return chk
@@ -738,8 +741,9 @@ def gen_reduce(B, rng):
                 B.add("reduction %s" % op, "%s %s %r axes=%r" % (
                     op, dt, sh, axes), ["Reduction", "Large"], g, t_in,
                     check=chk, period=53)
-            # adversarial for sequential accumulation in the input type:
-            # a large value first, then ones that each round away
+            # the worst case of sequential accumulation: a large value
+            # first, then ones that each round away (within the bound with
+            # nothing to spare: gamma_{n-1} sum|x| is that worst case)
             if op == "sum" and dt in FLOAT:
                 big = 2.0 ** (24 if dt == "f32" else 53)
                 for sh, axes in (([3, 1000], [1]), ([500, 2], [0]),
@@ -756,10 +760,25 @@ def gen_reduce(B, rng):
                     x = g.input(dt, "?" * len(sh))
                     g.output(g.reduce("sum", x, axes))
                     B.add("reduction sum", "sum %s of [2^%d, 1, 1, ...] %r "
-                          "axes=%r: sequential accumulation in %s exceeds "
-                          "the bound" % (dt, 24 if dt == "f32" else 53, sh,
-                                         axes, dt),
+                          "axes=%r: sequential accumulation in %s is the "
+                          "worst case the bound allows" % (
+                              dt, 24 if dt == "f32" else 53, sh, axes, dt),
                           ["Reduction", "Special"], g, [(dt, sh, vals)],
+                          check=sum_check(dt, groups_of(sh, vals, axes)))
+                # all-positive terms, many of them: every order in dt
+                # meets the bound, a narrower accumulator does not
+                prng = random.Random(1400 + FLOAT.index(dt))
+                pat = [fp.rnd(prng.random(), dt) for _ in range(53)]
+                for sh, axes in (([3, 4099], [1]), ([4099, 3], [0])):
+                    vals = kf.expand_repeat(pat, sh[0] * sh[1])
+                    g = kf.Graph()
+                    x = g.input(dt, "??")
+                    g.output(g.reduce("sum", x, axes))
+                    B.add("reduction sum", "sum %s of all-positive uniform "
+                          "[0, 1) %r axes=%r: an accumulator narrower than "
+                          "%s exceeds the bound" % (dt, sh, axes, dt),
+                          ["Reduction", "Large", "Order"], g,
+                          [(dt, sh, vals)], period=53,
                           check=sum_check(dt, groups_of(sh, vals, axes)))
             # zero-size
             g = kf.Graph()
@@ -784,24 +803,11 @@ def gen_reduce(B, rng):
 # ---------------------------------------------------------------- matmul
 
 def mm_check(av, bv, M, K, N, epilogue=None):
-    ex, mag = kf.matmul_exact(([M, K], av), ([K, N], bv))
-    u = Fraction(1, 1 << 24)
-    lg = (K - 1).bit_length() if K > 1 else 0
-
+    """abs bounds of a matmul (errbound.matmul_bounds: gamma_K P + |ref -
+    exact|, 0 where exact in any order; with the epilogue's add)."""
     def chk(k, vals, inputs):
-        bounds = []
-        for i, e in enumerate(ex):
-            B = (lg + 2) * u * mag[i]
-            if epilogue is None:
-                exact = e
-                bnd = B
-            else:
-                tot = e + Fraction(epilogue[i % N])
-                exact = max(tot, Fraction(0))
-                bnd = B + u * (abs(tot) + B)
-            bnd += abs(Fraction(vals[i]) - exact)
-            bounds.append(fp.h(fp.ceil_f64(bnd), "f64"))
-        return {"kind": "abs", "bounds": bounds}
+        return {"kind": "abs", "bounds": errbound.matmul_bounds(
+            av, bv, M, K, N, vals, epilogue)}
     return chk
 
 
@@ -852,6 +858,7 @@ def gen_matmul(B, rng):
                   [(dt, [M, K], av), (dt, [K, N], bv), ("f32", [1, N], cv)],
                   options=opts, check=mm_check(av, bv, M, K, N, cv),
                   strides=[[1, M], None, None])
+        gen_matmul_orders(B, dt)
         g = kf.Graph()
         a = g.input(dt, "??")
         b = g.input(dt, "??")
@@ -860,6 +867,56 @@ def gen_matmul(B, rng):
               ["Matmul", "InvalidShape"], g,
               [(dt, [2, 3], [fp.rnd(1.0, dt)] * 6),
                (dt, [4, 2], [fp.rnd(1.0, dt)] * 8)], error="KILN_ERR_SHAPE")
+
+
+# Inputs where the order of accumulation matters (docs/numerics.md,
+# "Reductions and matmul"): every f32 order meets gamma_K P, an accumulator
+# narrower than f32 does not.  Values repeat with period 53 (repeat-encoded).
+MM_ORDER_CASES = (
+    # (what, M, K, N, value generator)
+    ("all-positive uniform [0, 1)", 2, 4097, 3,
+     lambda rng, dt: fp.rnd(rng.random(), dt)),
+    ("cancellation, uniform [-1, 1)", 2, 1025, 3,
+     lambda rng, dt: fp.rnd(rng.uniform(-1, 1), dt)),
+    ("integers 1..4, exact in every f32 order", 2, 4097, 2,
+     lambda rng, dt: float(rng.randint(1, 4))),
+)
+
+
+def mm_order_operands(c, dt):
+    """Case c of MM_ORDER_CASES in operand dtype dt: (what, M, K, N, a, b,
+    bias) with row-major a [M,K], b [K,N] and the f32 bias row [1,N] (also
+    read by testgen/accumulation_orders.py)."""
+    what, M, K, N, gen = MM_ORDER_CASES[c]
+    rng = random.Random(1300 + 10 * c + ("f16", "bf16", "f32").index(dt))
+    pa = [gen(rng, dt) for _ in range(53)]
+    pb = [gen(rng, dt) for _ in range(53)]
+    av, bv = kf.expand_repeat(pa, M * K), kf.expand_repeat(pb, K * N)
+    cv = [fp.rnd(rng.uniform(-1, 1), "f32") for _ in range(N)]
+    return what, M, K, N, av, bv, cv
+
+
+def gen_matmul_orders(B, dt):
+    for c in range(len(MM_ORDER_CASES)):
+        what, M, K, N, av, bv, cv = mm_order_operands(c, dt)
+        for pname, opts in PATHS:
+            g = kf.Graph()
+            a = g.input(dt, "??")
+            b = g.input(dt, "??")
+            ins = [(dt, [M, K], av), (dt, [K, N], bv)]
+            if pname == "fused":
+                bias = g.input("f32", "1?")
+                g.output(g.op("relu", g.op("add", g.matmul(a, b), bias)))
+                ins.append(("f32", [1, N], cv))
+                chk = mm_check(av, bv, M, K, N, cv)
+            else:
+                g.output(g.matmul(a, b))
+                chk = mm_check(av, bv, M, K, N)
+            B.add("matmul", "matmul %s [%d,%d]x[%d,%d] %s, path %s: an "
+                  "accumulator narrower than f32 exceeds the bound" % (
+                      dt, M, K, K, N, what, pname),
+                  ["Matmul", "MatmulPath", "Large", "Order"], g, ins,
+                  options=opts, check=chk, period=53)
 
 
 # -------------------------------------------------------- fast_math

@@ -209,6 +209,44 @@ START_TEST(compare_abs_and_alternatives)
 }
 END_TEST
 
+/* sumBound (differential): |got - ref| <= 2 gamma_n S, gamma_n = n u /
+** (1 - n u), whatever order either backend summed in.  n = 4096, u =
+** 2^-24, S = 1024: the bound is 2^-1 / (1 - 2^-12) = 0.50012...;
+** 1024.5 is inside, 1024.5 + 2^-7 outside. */
+START_TEST(compare_sumbound_gamma)
+{
+    cf_check c;
+    char err[256], msg[512];
+    json_t *j = js("{\"kind\":\"sumBound\"}");
+    ck_assert_int_eq(cf_check_from_json(j, "check", KILN_F32, 1, &c, err,
+                                        sizeof err), 0);
+    json_decref(j);
+    c.sum_n = 4096;
+    double S[1] = {1024.0};
+    uint32_t want[1] = {0x44800000}; /* 1024 */
+    uint32_t got[1] = {0x44801000};  /* 1024.5 */
+    ck_assert_int_eq(cf_compare(&c, KILN_F32, 1, got, want, S, NULL, msg,
+                                sizeof msg), 0);
+    got[0] = 0x44801040; /* 1024.5078125 */
+    ck_assert_int_ne(cf_compare(&c, KILN_F32, 1, got, want, S, NULL, msg,
+                                sizeof msg), 0);
+    /* f64: u = 2^-53, n = 2, S = 1: bound 2 * 2^-52 / (1 - 2^-52) */
+    cf_check_free(&c);
+    j = js("{\"kind\":\"sumBound\"}");
+    ck_assert_int_eq(cf_check_from_json(j, "check", KILN_F64, 1, &c, err,
+                                        sizeof err), 0);
+    json_decref(j);
+    c.sum_n = 2;
+    double one = 1.0, g2 = 1.0 + ldexp(1.0, -51), g3 = 1.0 + ldexp(3.0, -52);
+    S[0] = 1.0;
+    ck_assert_int_eq(cf_compare(&c, KILN_F64, 1, &g2, &one, S, NULL, msg,
+                                sizeof msg), 0);
+    ck_assert_int_ne(cf_compare(&c, KILN_F64, 1, &g3, &one, S, NULL, msg,
+                                sizeof msg), 0);
+    cf_check_free(&c);
+}
+END_TEST
+
 START_TEST(check_json_errors)
 {
     static const struct {
@@ -940,6 +978,7 @@ Suite *conform_check_suite(void)
     tcase_add_test(tc, compare_summarises_all_failures);
     tcase_add_test(tc, compare_ftz);
     tcase_add_test(tc, compare_abs_and_alternatives);
+    tcase_add_test(tc, compare_sumbound_gamma);
     tcase_add_test(tc, check_json_errors);
     suite_add_tcase(s, tc);
     tc = tcase_create("vectors");
