@@ -996,17 +996,23 @@ static void cache_step(cshared *sh, size_t i, int check_hits, int thread,
         snprintf(where, sizeof where, "thread %d step %zu: ", thread, i);
     else
         snprintf(where, sizeof where, "step %zu: ", i);
-    kiln_tensor **outs = calloc(sh->n_outs + 1, sizeof *outs);
+    /* guarded, canary-filled outputs, 16-byte aligned as the runtime's own
+    ** (the same plan and kernels: conformance/outputs.h) */
+    cf_outset os;
     kiln_exec_info *info = NULL;
     kiln_counters c0, c1;
+    char err[CF_MSG];
     memset(&c0, 0, sizeof c0);
     memset(&c1, 0, sizeof c1);
     c0.struct_size = c1.struct_size = sizeof c0;
-    if (outs == NULL || kiln_exec_info_create(&info) != KILN_OK) {
-        failf(o, "%sout of memory", where);
-        free(outs);
+    int rc = cf_outset_make(&os, sh->ctx, sh->f, s->in.t, s->in.n,
+                            sh->n_outs, 0, err, sizeof err);
+    if (rc > 0 || kiln_exec_info_create(&info) != KILN_OK) {
+        failf(o, "%s%s", where, rc > 0 ? err : "out of memory");
+        cf_outset_free(&os);
         return;
     }
+    kiln_tensor **outs = os.t;
     if (check_hits)
         kiln_context_counters(sh->ctx, &c0);
     kiln_status st = kiln_execute(sh->ctx, sh->f, s->in.t, s->in.n, outs,
@@ -1015,6 +1021,8 @@ static void cache_step(cshared *sh, size_t i, int check_hits, int thread,
         cf_note_segments(o, info);
     if (st != KILN_OK) {
         exec_failed(o, where, st);
+    } else if (cf_outset_check(&os, sh->ctx, 1, err, sizeof err)) {
+        failf(o, "%s%s", where, err);
     } else {
         check_outputs(sh->ctx, outs, sh->n_outs, s->outputs, where,
                       thread >= 0 ? NULL : sh->kf, o);
@@ -1084,8 +1092,7 @@ static void cache_step(cshared *sh, size_t i, int check_hits, int thread,
                       kiln_exec_info_options(info));
         }
     }
-    destroy_outputs(outs, sh->n_outs);
-    free(outs);
+    cf_outset_free(&os);
     kiln_exec_info_destroy(info);
 }
 
