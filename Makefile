@@ -137,6 +137,7 @@ UNIT_CONF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,conformance/vectors.c \
                    conformance/check_numeric.c conformance/differential.c \
                    conformance/sha256.c conformance/expectations.c \
                    conformance/verdict.c conformance/report.c conformance/cases.c \
+                   conformance/outputs.c \
                    runtime/cli/npy.c runtime/cli/outfile.c \
                    runtime/cli/args.c)
 $(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a \

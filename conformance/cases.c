@@ -21,6 +21,7 @@
 
 #include "ckd.h"
 #include "conform.h"
+#include "outputs.h"
 
 const char *const cf_categories[] = {
     "options.parse", "options.precedence", "cache.isolation", "numerics",
@@ -310,10 +311,10 @@ static void inputs_free(inputs *in)
     memset(in, 0, sizeof *in);
 }
 
+/* The backend's memory space, through the public API (a plugin too). */
 static int use_device(kiln_context *ctx)
 {
-    const char *b = kiln_context_backend(ctx);
-    return b && strcmp(b, "cuda") == 0;
+    return cf_backend_memory(ctx) == KILN_MEM_DEVICE;
 }
 
 /* Wrap decoded tensors into Kiln tensors.  On a device backend: a
@@ -995,17 +996,23 @@ static void cache_step(cshared *sh, size_t i, int check_hits, int thread,
         snprintf(where, sizeof where, "thread %d step %zu: ", thread, i);
     else
         snprintf(where, sizeof where, "step %zu: ", i);
-    kiln_tensor **outs = calloc(sh->n_outs + 1, sizeof *outs);
+    /* guarded, canary-filled outputs, 16-byte aligned as the runtime's own
+    ** (the same plan and kernels: conformance/outputs.h) */
+    cf_outset os;
     kiln_exec_info *info = NULL;
     kiln_counters c0, c1;
+    char err[CF_MSG];
     memset(&c0, 0, sizeof c0);
     memset(&c1, 0, sizeof c1);
     c0.struct_size = c1.struct_size = sizeof c0;
-    if (outs == NULL || kiln_exec_info_create(&info) != KILN_OK) {
-        failf(o, "%sout of memory", where);
-        free(outs);
+    int rc = cf_outset_make(&os, sh->ctx, sh->f, s->in.t, s->in.n,
+                            sh->n_outs, 0, err, sizeof err);
+    if (rc > 0 || kiln_exec_info_create(&info) != KILN_OK) {
+        failf(o, "%s%s", where, rc > 0 ? err : "out of memory");
+        cf_outset_free(&os);
         return;
     }
+    kiln_tensor **outs = os.t;
     if (check_hits)
         kiln_context_counters(sh->ctx, &c0);
     kiln_status st = kiln_execute(sh->ctx, sh->f, s->in.t, s->in.n, outs,
@@ -1014,6 +1021,8 @@ static void cache_step(cshared *sh, size_t i, int check_hits, int thread,
         cf_note_segments(o, info);
     if (st != KILN_OK) {
         exec_failed(o, where, st);
+    } else if (cf_outset_check(&os, sh->ctx, 1, err, sizeof err)) {
+        failf(o, "%s%s", where, err);
     } else {
         check_outputs(sh->ctx, outs, sh->n_outs, s->outputs, where,
                       thread >= 0 ? NULL : sh->kf, o);
@@ -1083,8 +1092,7 @@ static void cache_step(cshared *sh, size_t i, int check_hits, int thread,
                       kiln_exec_info_options(info));
         }
     }
-    destroy_outputs(outs, sh->n_outs);
-    free(outs);
+    cf_outset_free(&os);
     kiln_exec_info_destroy(info);
 }
 
@@ -1202,6 +1210,47 @@ static void run_cache(const cf_target *tg, const cf_test *t, cf_outcome *o)
 
 /* ---------------------------------------------------------------- numerics */
 
+/* A numerics test that expects kiln_execute to fail: with the outputs the
+** test states ("givenOutputs"), else guarded outputs of the sizes the
+** inputs give (none when the inputs have none).  Nothing may be written. */
+static void numerics_invalid(kiln_context *ctx, const kiln_fusion *f,
+                             const cf_test *t, inputs *in, const execopts *x,
+                             size_t n_outs, cf_outcome *o)
+{
+    const json_t *ej = json_object_get(t->json, "error");
+    const json_t *given = json_object_get(t->json, "givenOutputs");
+    const char *want = NULL;
+    char err[CF_MSG];
+    cf_outset os;
+    int rc = given ? cf_outset_given(&os, ctx, given, in->t, in->n, n_outs,
+                                     err, sizeof err)
+                   : cf_outset_make(&os, ctx, f, in->t, in->n, n_outs, 0, err,
+                                    sizeof err);
+    if (rc > 0) {
+        failf(o, "%s%s", given ? "invalid vector: " : "", err);
+        cf_outset_free(&os);
+        return;
+    }
+    kiln_status st = kiln_execute(ctx, f, in->t, in->n, os.t, n_outs, &x->eo,
+                                  NULL);
+    if (cf_json_string(ej, "status", "error", &want, err, sizeof err))
+        failf(o, "invalid vector: %s", err);
+    else if (st == KILN_OK)
+        failf(o, "kiln_execute succeeded; expected %s", want);
+    else if (strcmp(kiln_status_name(st), want) != 0)
+        failf(o, "kiln_execute: %s, expected %s (%s)", kiln_status_name(st),
+              want, kiln_last_error());
+    if (st != KILN_OK && rc < 0) {
+        for (size_t i = 0; i < n_outs; i++)
+            if (os.t[i] != NULL) /* cf_outset_free destroys it */
+                failf(o, "failed kiln_execute allocated outputs[%zu]", i);
+    } else if (st != KILN_OK &&
+               cf_outset_check(&os, ctx, 0, err, sizeof err)) {
+        failf(o, "%s", err);
+    }
+    cf_outset_free(&os);
+}
+
 static void run_numerics(const cf_target *tg, const cf_test *t, cf_outcome *o)
 {
     const char *kf = NULL;
@@ -1211,9 +1260,10 @@ static void run_numerics(const cf_target *tg, const cf_test *t, cf_outcome *o)
     size_t n_outs = fusion_outputs(f);
     kiln_context *ctx = NULL;
     kiln_exec_info *info = NULL;
-    kiln_tensor **outs = calloc(n_outs + 1, sizeof *outs);
+    cf_outset os[2];
     execopts x;
     inputs in;
+    memset(os, 0, sizeof os);
     memset(&in, 0, sizeof in);
     memset(&x, 0, sizeof x);
     kiln_status st = make_context(tg, NULL, NULL, NULL, 1, &ctx);
@@ -1224,40 +1274,49 @@ static void run_numerics(const cf_target *tg, const cf_test *t, cf_outcome *o)
               kiln_last_error());
         goto done;
     }
-    if (outs == NULL || load_execopts(json_object_get(t->json, "options"),
-                                      "options", &x, o) ||
+    if (load_execopts(json_object_get(t->json, "options"), "options", &x, o) ||
         load_inputs(json_object_get(t->json, "inputs"), "inputs", &in, o) ||
         (json_object_get(t->json, "error") == NULL &&
          inputs_fit(f, in.n, "", o)) ||
         wrap_inputs(ctx, &in, o))
         goto done;
-    st = kiln_execute(ctx, f, in.t, in.n, outs, n_outs, &x.eo, info);
-    if (st == KILN_OK)
-        cf_note_segments(o, info);
-    const json_t *ej = json_object_get(t->json, "error");
-    if (ej != NULL) {
-        const char *want = NULL;
-        char err[CF_MSG];
-        if (cf_json_string(ej, "status", "error", &want, err, sizeof err))
-            failf(o, "invalid vector: %s", err);
-        else if (st == KILN_OK)
-            failf(o, "kiln_execute succeeded; expected %s", want);
-        else if (strcmp(kiln_status_name(st), want) != 0)
-            failf(o, "kiln_execute: %s, expected %s (%s)",
-                  kiln_status_name(st), want, kiln_last_error());
-        for (size_t i = 0; st != KILN_OK && i < n_outs; i++)
-            if (outs[i] != NULL)
-                failf(o, "failed kiln_execute allocated outputs[%zu]", i);
-    } else if (st != KILN_OK) {
-        exec_failed(o, "", st);
-    } else {
-        check_outputs(ctx, outs, n_outs, json_object_get(t->json, "outputs"),
-                      "", kf, o);
+    if (json_object_get(t->json, "error") != NULL) {
+        numerics_invalid(ctx, f, t, &in, &x, n_outs, o);
+        goto done;
     }
+    /* Two runs on caller-provided, canary-filled, guarded outputs: 16-byte
+    ** aligned with the first canary, then not aligned with the second. */
+    for (int r = 0; r < 2; r++) {
+        char err[CF_MSG];
+        int rc = cf_outset_make(&os[r], ctx, f, in.t, in.n, n_outs, r, err,
+                                sizeof err);
+        if (rc != 0) {
+            failf(o, "%s%s", rc > 0 ? "" : "kiln_fusion_output_sizes failed "
+                  "for inputs that must execute: ",
+                  rc > 0 ? err : kiln_last_error());
+            goto done;
+        }
+        st = kiln_execute(ctx, f, in.t, in.n, os[r].t, n_outs, &x.eo, info);
+        if (st != KILN_OK) {
+            exec_failed(o, r ? "run 2 (unaligned outputs): " : "", st);
+            goto done;
+        }
+        cf_note_segments(o, info);
+        if (cf_outset_check(&os[r], ctx, 1, err, sizeof err)) {
+            failf(o, "%s%s", r ? "run 2 (unaligned outputs, second canary): "
+                                 : "", err);
+            goto done;
+        }
+    }
+    char err[CF_MSG];
+    if (cf_outset_same(&os[0], &os[1], err, sizeof err))
+        failf(o, "%s", err);
+    else
+        check_outputs(ctx, os[0].t, n_outs,
+                      json_object_get(t->json, "outputs"), "", kf, o);
 done:
-    if (outs)
-        destroy_outputs(outs, n_outs);
-    free(outs);
+    cf_outset_free(&os[0]);
+    cf_outset_free(&os[1]);
     inputs_free(&in);
     execopts_free(&x);
     kiln_exec_info_destroy(info);
@@ -1268,19 +1327,35 @@ done:
 /* ------------------------------------------------------------ differential */
 
 /* Run the fusion once on ctx; outs receives host copies (malloc'd). */
+/* With gs: the outputs are gs's guarded, canary-filled buffers (run
+** `variant`), checked after the execute, and outs receives their views. */
 static int diff_run(kiln_context *ctx, const kiln_fusion *f, inputs *in,
                     const execopts *x, kiln_tensor **outs, size_t n_outs,
-                    const char *who, kiln_exec_info *info, cf_outcome *o)
+                    const char *who, kiln_exec_info *info, cf_outset *gs,
+                    int variant, cf_outcome *o)
 {
+    char err[CF_MSG];
     if (wrap_inputs(ctx, in, o))
         return 1;
-    kiln_status st = kiln_execute(ctx, f, in->t, in->n, outs, n_outs, &x->eo,
-                                  info);
+    int rc = gs ? cf_outset_make(gs, ctx, f, in->t, in->n, n_outs, variant,
+                                 err, sizeof err) : 0;
+    if (rc != 0) {
+        inputs_unwrap(in);
+        failf(o, "%s: %s", who, rc > 0 ? err : kiln_last_error());
+        return 1;
+    }
+    kiln_status st = kiln_execute(ctx, f, in->t, in->n, gs ? gs->t : outs,
+                                  n_outs, &x->eo, info);
     inputs_unwrap(in); /* the tensors belong to this context */
     if (st != KILN_OK) {
         char w[64];
         snprintf(w, sizeof w, "%s: ", who);
         exec_failed(o, w, st);
+        return 1;
+    }
+    if (gs && cf_outset_check(gs, ctx, 1, err, sizeof err)) {
+        failf(o, "%s%s: %s", who, variant ? " (run 2: unaligned outputs, "
+              "second canary)" : "", err);
         return 1;
     }
     return 0;
@@ -1344,10 +1419,12 @@ static void run_differential(const cf_target *tg, const cf_test *t,
     kiln_exec_info *info = NULL;
     kiln_tensor **ob = calloc(n_outs + 1, sizeof *ob);
     kiln_tensor **orf = calloc(n_outs + 1, sizeof *orf);
+    cf_outset gs[2];
     inputs in;
     execopts x;
     memset(&in, 0, sizeof in);
     memset(&x, 0, sizeof x);
+    memset(gs, 0, sizeof gs);
     char err[CF_MSG];
     if (ob == NULL || orf == NULL) {
         failf(o, "out of memory");
@@ -1416,11 +1493,20 @@ static void run_differential(const cf_target *tg, const cf_test *t,
         failf(o, "kiln_exec_info_create: %s", kiln_last_error());
         goto done;
     }
-    if (diff_run(bt, f, &in, &x, ob, n_outs, kiln_context_backend(bt), info,
-                 o))
+    /* the backend under test twice, on guarded canary-filled outputs */
+    for (int r = 0; r < 2; r++) {
+        if (diff_run(bt, f, &in, &x, NULL, n_outs, kiln_context_backend(bt),
+                     info, &gs[r], r, o))
+            goto done;
+        cf_note_segments(o, info);
+    }
+    if (cf_outset_same(&gs[0], &gs[1], err, sizeof err)) {
+        failf(o, "%s", err);
         goto done;
-    cf_note_segments(o, info);
-    if (diff_run(ref, f, &in, &x, orf, n_outs, "ref", NULL, o))
+    }
+    for (size_t i = 0; i < n_outs; i++)
+        ob[i] = gs[0].t[i]; /* borrowed: gs[0] owns them */
+    if (diff_run(ref, f, &in, &x, orf, n_outs, "ref", NULL, NULL, 0, o))
         goto done;
     for (size_t i = 0; i < n_outs && o->status != CF_FAIL; i++) {
         kiln_dtype dt = kiln_tensor_dtype(orf[i]);
@@ -1456,7 +1542,7 @@ static void run_differential(const cf_target *tg, const cf_test *t,
                 failf(o, "invalid vector: %s: sumBound needs 'n' and an 'absFusion' "
                       "with output %zu (%s)", w, i, kiln_last_error());
             } else if (!diff_run(ref, af, &in, &x, ao, an, "ref absFusion", NULL,
-                                 o)) {
+                                 NULL, 0, o)) {
                 /* S per element: the absFusion output must have exactly
                 ** the main output's elements (it is read per element) */
                 kiln_dtype sdt = kiln_tensor_dtype(ao[i]);
@@ -1510,8 +1596,8 @@ static void run_differential(const cf_target *tg, const cf_test *t,
         cf_check_free(&chk);
     }
 done:
-    if (ob)
-        destroy_outputs(ob, n_outs);
+    cf_outset_free(&gs[0]);
+    cf_outset_free(&gs[1]);
     if (orf)
         destroy_outputs(orf, n_outs);
     free(ob);

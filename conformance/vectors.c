@@ -1099,11 +1099,88 @@ static int v_cache(vstate *v, const json_t *t)
     return 0;
 }
 
+/* A list of integers in lo..hi. */
+static int v_ints(vstate *v, const json_t *obj, const char *where,
+                  const char *key, int required, json_int_t lo, json_int_t hi,
+                  const json_t **out)
+{
+    char f[256];
+    if (v_typed(v, obj, where, key, required, JSON_ARRAY, out) || *out == NULL)
+        return *out == NULL && required;
+    field(f, sizeof f, where, key);
+    for (size_t i = 0; i < json_array_size(*out); i++) {
+        const json_t *j = json_array_get(*out, i);
+        if (!json_is_integer(j) || json_integer_value(j) < lo ||
+            json_integer_value(j) > hi)
+            return cf_fail(v->err, v->cap, "%s[%zu]: must be an integer in "
+                           "%lld..%lld", f, i, (long long)lo, (long long)hi);
+    }
+    return 0;
+}
+
+/* "givenOutputs" of an invalid numerics test (conformance/outputs.h):
+** [{"dtype", "shape", "strides"?, "overlaps"?: {"input"|"output": k,
+** "byteOffset": b}}]; an overlapped output is an earlier one. */
+static int v_given_outputs(vstate *v, const json_t *t)
+{
+    static const char *const keys[] = {"dtype", "shape", "strides",
+                                       "overlaps", NULL};
+    static const char *const ov_keys[] = {"input", "output", "byteOffset",
+                                          NULL};
+    static const char *const dtypes[] = {"bool", "i32", "i64", "f16", "bf16",
+                                         "f32", "f64", NULL};
+    const json_t *g, *sh, *sd, *ov;
+    json_int_t n_in = (json_int_t)json_array_size(json_object_get(t, "inputs"));
+    if (v_typed(v, t, "", "givenOutputs", 1, JSON_ARRAY, &g))
+        return 1;
+    if (json_array_size(g) == 0)
+        return cf_fail(v->err, v->cap, "givenOutputs: must list at least one "
+                       "output");
+    for (size_t j = 0; j < json_array_size(g); j++) {
+        const json_t *o = json_array_get(g, j);
+        char w[48], wo[64];
+        snprintf(w, sizeof w, "givenOutputs[%zu]", j);
+        snprintf(wo, sizeof wo, "%s.overlaps", w);
+        if (!json_is_object(o))
+            return cf_fail(v->err, v->cap, "%s: must be an object, not %s", w,
+                           jtype(o));
+        if (v_keys(v, o, w, keys) || v_string(v, o, w, "dtype", 1, dtypes, NULL) ||
+            v_ints(v, o, w, "shape", 1, 0, (json_int_t)1 << 40, &sh) ||
+            v_ints(v, o, w, "strides", 0, 0, (json_int_t)1 << 40, &sd) ||
+            v_typed(v, o, w, "overlaps", 0, JSON_OBJECT, &ov))
+            return 1;
+        if (json_array_size(sh) > KILN_MAX_RANK)
+            return cf_fail(v->err, v->cap, "%s.shape: rank %zu is above %d", w,
+                           json_array_size(sh), KILN_MAX_RANK);
+        if (sd != NULL && json_array_size(sd) != json_array_size(sh))
+            return cf_fail(v->err, v->cap, "%s.strides: %zu strides for rank "
+                           "%zu", w, json_array_size(sd), json_array_size(sh));
+        if (ov == NULL)
+            continue;
+        int has_in = json_object_get(ov, "input") != NULL;
+        if (v_keys(v, ov, wo, ov_keys) ||
+            v_int(v, ov, wo, "byteOffset", 1, 0, INT32_MAX, NULL))
+            return 1;
+        if (has_in == (json_object_get(ov, "output") != NULL))
+            return cf_fail(v->err, v->cap, "%s: needs exactly one of input "
+                           "and output", wo);
+        if (!has_in && j == 0)
+            return cf_fail(v->err, v->cap, "%s.output: output 0 has no earlier "
+                           "output", wo);
+        if (has_in ? v_int(v, ov, wo, "input", 1, 0, n_in > 0 ? n_in - 1 : 0,
+                           NULL)
+                   : v_int(v, ov, wo, "output", 1, 0, (json_int_t)j - 1, NULL))
+            return 1;
+    }
+    return 0;
+}
+
 static int v_numerics(vstate *v, const json_t *t, const char *result)
 {
     static const char *const keys[] = {"tcId", "comment", "flags", "result",
                                        "fusion", "options", "inputs",
-                                       "outputs", "error", NULL};
+                                       "outputs", "error", "givenOutputs",
+                                       NULL};
     static const char *const error_keys[] = {"status", NULL};
     const json_t *e;
     const char *status;
@@ -1114,7 +1191,11 @@ static int v_numerics(vstate *v, const json_t *t, const char *result)
         v_result_fields(v, t, result, "outputs", "error"))
         return 1;
     if (strcmp(result, "invalid") != 0)
-        return v_tensors(v, t, "", "outputs", 1, 1, 1);
+        return v_absent(v, t, "", "givenOutputs", "to a valid or acceptable "
+                        "test (the runner gives every output itself)") ||
+               v_tensors(v, t, "", "outputs", 1, 1, 1);
+    if (json_object_get(t, "givenOutputs") != NULL && v_given_outputs(v, t))
+        return 1;
     if (v_typed(v, t, "", "error", 1, JSON_OBJECT, &e) ||
         v_keys(v, e, "error", error_keys) ||
         v_string(v, e, "error", "status", 1, NULL, &status))

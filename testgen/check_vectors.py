@@ -31,6 +31,8 @@ What the reader does, in the order a test needs it:
   3. check the inputs against the fusion's declaration and compute every
      value's shape with the shape rules (Runtime.shapes) -- errors are the
      execute statuses the vectors expect (KILN_ERR_SHAPE, KILN_ERR_DTYPE);
+     with `givenOutputs`, the output rules (check_given: dtype, rank and
+     sizes, dense row-major, no overlap -> KILN_ERR_ALIGNMENT);
   4. run the impl and compare each output with its check (check_output:
      exact, ulp, abs, sumBound, ftz, alternatives).
 
@@ -56,7 +58,8 @@ WIDTH = {"bool": 1, "i32": 32, "i64": 64, "f16": 16, "bf16": 16, "f32": 32,
          "f64": 64}
 FLOAT = {"f16": (5, 10), "bf16": (8, 7), "f32": (8, 23), "f64": (11, 52)}
 INTS = ("i32", "i64")
-STATUSES = ("KILN_ERR_SHAPE", "KILN_ERR_DTYPE", "KILN_ERR_INVALID_ARGUMENT")
+STATUSES = ("KILN_ERR_SHAPE", "KILN_ERR_DTYPE", "KILN_ERR_INVALID_ARGUMENT",
+            "KILN_ERR_ALIGNMENT")
 
 
 class ExecError(Exception):
@@ -874,11 +877,67 @@ def option_names(s):
     return [re.sub(r"\(.*", "", item) for item in (s or "").split(",") if item]
 
 
-def run_fusion(impl, f, tensors, enable, disable):
+def _span(dt, shape, strides):
+    """Storage extent in bytes of a view (0 without elements)."""
+    if any(n == 0 for n in shape):
+        return 0
+    if strides is None:
+        n = 1
+        for x in shape:
+            n *= x
+        return n * WIDTH[dt] // 8
+    return (1 + sum((n - 1) * st for n, st in zip(shape, strides))) * \
+        WIDTH[dt] // 8
+
+
+def check_given(nodes, f, shapes, tensors, given):
+    """The output rules of kiln_execute (docs/runtime.md, "Execute") for
+    outputs the caller gives: dtype, rank and sizes, then dense row-major,
+    then no overlap with an input or an earlier output."""
+    if len(given) != len(f.outputs):
+        raise ExecError("KILN_ERR_INVALID_ARGUMENT", "%d given outputs for %d"
+                        % (len(given), len(f.outputs)))
+    for j, (o, g) in enumerate(zip(f.outputs, given)):
+        if g["dtype"] != nodes[o].dtype:
+            raise ExecError("KILN_ERR_DTYPE", "output %d: dtype %s, the fusion "
+                            "produces %s" % (j, g["dtype"], nodes[o].dtype))
+        if list(g["shape"]) != list(shapes[o]):
+            raise ExecError("KILN_ERR_SHAPE", "output %d: shape %s, the fusion "
+                            "produces %s" % (j, g["shape"], list(shapes[o])))
+    for j, g in enumerate(given):
+        shape, st = g["shape"], g.get("strides")
+        want = 1
+        dense = True
+        for a in range(len(shape) - 1, -1, -1):
+            if st is not None and shape[a] != 1 and st[a] != want:
+                dense = False
+            want *= shape[a]
+        if want and not dense:
+            raise ExecError("KILN_ERR_ALIGNMENT", "output %d: not dense" % j)
+    for j, g in enumerate(given):
+        ov = g.get("overlaps")
+        span = _span(g["dtype"], g["shape"], g.get("strides"))
+        if ov is None or span == 0:
+            continue
+        if "input" in ov:
+            t = tensors[ov["input"]]
+            room = _span(t.dtype, t.shape, t.strides)
+        else:
+            h = given[ov["output"]]
+            room = _span(h["dtype"], h["shape"], h.get("strides"))
+        if ov["byteOffset"] < room:
+            raise ExecError("KILN_ERR_ALIGNMENT", "output %d overlaps %s %d"
+                            % (j, "input" if "input" in ov else "output",
+                               ov.get("input", ov.get("output"))))
+
+
+def run_fusion(impl, f, tensors, enable, disable, given=None):
     """(outputs as (dtype, shape, bits) list) of one execute."""
     Runtime.check_inputs(f, tensors)
     nodes = contract(f, disable)
     shapes = Runtime.shapes(nodes, f, tensors)
+    if given is not None:
+        check_given(nodes, f, shapes, tensors, given)
     ins = [(t.dtype, t.shape, t.elements()) for t in tensors]
     outs = impl.evaluate(nodes, f.outputs, ins, shapes, enable)
     return [(nodes[o].dtype, shapes[o], bits) for o, bits in zip(f.outputs, outs)]
@@ -908,7 +967,8 @@ def run_numerics(impl, test):
     tensors = [Tensor(t, "inputs[%d]" % i) for i, t in enumerate(test["inputs"])]
     opts = test.get("options")
     try:
-        results = run_fusion(impl, f, tensors, enabled(opts), disabled(opts))
+        results = run_fusion(impl, f, tensors, enabled(opts), disabled(opts),
+                             test.get("givenOutputs"))
     except ExecError as e:
         want = (test.get("error") or {}).get("status")
         if want == e.status:

@@ -64,6 +64,11 @@ NOTES = {
     "InvalidShape": "Execute must fail with KILN_ERR_SHAPE.",
     "InvalidDtype": "Execute must fail with KILN_ERR_DTYPE.",
     "Composite": "A fusion of several ops.",
+    "OutputRules": "The caller gives an output that breaks an output rule "
+                   "of kiln_execute (docs/runtime.md): wrong dtype, rank "
+                   "or sizes, not dense row-major, or overlapping an input "
+                   "or another output (givenOutputs).  Execute must fail "
+                   "with the documented status and write nothing.",
     "ManyViews": "A segment with more than 16 inputs or outputs (17, 33, "
                  "70): broadcast, strided, stride-0 and size-1 inputs at "
                  "every position class (< 16, 16..31, >= 32, the last).",
@@ -151,7 +156,7 @@ class Builder:
 
     def add(self, group, comment, flags, g, inputs, options=None,
             check=None, strides=None, period=None, alternatives=None,
-            error=None):
+            error=None, given=None):
         """inputs: list of (dt, shape, logical values).
         check: dict, or function(k, out_values, inputs) -> dict.
         alternatives: function(k, out_values, inputs) -> {idx: [vals]}."""
@@ -172,6 +177,8 @@ class Builder:
         if error:
             t["result"] = "invalid"
             t["error"] = {"status": error}
+            if given is not None:
+                t["givenOutputs"] = given
             self.vf.add("Numerics", group, t)
             return
         ev_in = [(s, v) for _, s, v in inputs]
@@ -1082,6 +1089,102 @@ def gen_invalid(B, rng):
           error="KILN_ERR_SHAPE")
 
 
+# ------------------------------------------------------------ output rules
+
+def gen_output_rules(B):
+    """Given outputs that break the output rules of kiln_execute
+    (docs/runtime.md, "Execute": dtype, rank/sizes, dense row-major, no
+    overlap).  The runner hands exactly these outputs over; each execute
+    must fail with the documented status and leave every buffer as it
+    was.  An overlapping output lies inside the storage it overlaps, so
+    an implementation that wrongly accepts it writes nothing outside the
+    caller's buffers."""
+    def out(dt, shape, strides=None, overlaps=None):
+        o = {"dtype": dt, "shape": list(shape)}
+        if strides is not None:
+            o["strides"] = list(strides)
+        if overlaps is not None:
+            o["overlaps"] = overlaps
+        return o
+    vals = [fp.rnd(v, "f32") for v in (1.0, -2.0, 3.5, -0.25, 5.0, 6.0,
+                                       -7.0, 8.0)]
+    neg = unary_graph("neg", "f32", "?")
+    x8 = [("f32", [8], vals)]
+    rule = "output rules"
+    B.add(rule, "given output i32 where the fusion produces f32",
+          ["OutputRules", "InvalidDtype"], neg, x8,
+          error="KILN_ERR_DTYPE", given=[out("i32", [8])])
+    B.add(rule, "given output f64 where the fusion produces f32",
+          ["OutputRules", "InvalidDtype"], neg, x8,
+          error="KILN_ERR_DTYPE", given=[out("f64", [8])])
+    B.add(rule, "given output i32 where a comparison produces bool",
+          ["OutputRules", "InvalidDtype"],
+          binary_graph("lt", "f32", "?", "?"), x8 + x8,
+          error="KILN_ERR_DTYPE", given=[out("i32", [8])])
+    B.add(rule, "given output of rank 2 for a rank 1 result",
+          ["OutputRules", "InvalidShape"], neg, x8,
+          error="KILN_ERR_SHAPE", given=[out("f32", [2, 4])])
+    B.add(rule, "given output of rank 0 for a rank 1 result",
+          ["OutputRules", "InvalidShape"], neg, x8,
+          error="KILN_ERR_SHAPE", given=[out("f32", [])])
+    B.add(rule, "given output of 9 elements for a result of 8",
+          ["OutputRules", "InvalidShape"], neg, x8,
+          error="KILN_ERR_SHAPE", given=[out("f32", [9])])
+    B.add(rule, "given output of 7 elements for a result of 8",
+          ["OutputRules", "InvalidShape"], neg, x8,
+          error="KILN_ERR_SHAPE", given=[out("f32", [7])])
+    B.add(rule, "given output [3,2] for a [2,3] result",
+          ["OutputRules", "InvalidShape"], unary_graph("neg", "f32", "??"),
+          [("f32", [2, 3], vals[:6])],
+          error="KILN_ERR_SHAPE", given=[out("f32", [3, 2])])
+    red = kf.Graph()
+    red.output(red.reduce("sum", red.input("f32", "??"), [1]))
+    B.add(rule, "given output [2,1] for a sum over axis 1 of [2,3] (rank 1)",
+          ["OutputRules", "InvalidShape", "Reduction"], red,
+          [("f32", [2, 3], vals[:6])],
+          error="KILN_ERR_SHAPE", given=[out("f32", [2, 1])])
+    B.add(rule, "given output with stride 2 (not dense)",
+          ["OutputRules"], neg, x8,
+          error="KILN_ERR_ALIGNMENT", given=[out("f32", [8], [2])])
+    B.add(rule, "given output with stride 0 (every element one place)",
+          ["OutputRules"], neg, x8,
+          error="KILN_ERR_ALIGNMENT", given=[out("f32", [8], [0])])
+    B.add(rule, "given output [2,3] with transposed strides [1,2]",
+          ["OutputRules"], unary_graph("neg", "f32", "??"),
+          [("f32", [2, 3], vals[:6])],
+          error="KILN_ERR_ALIGNMENT", given=[out("f32", [2, 3], [1, 2])])
+    B.add(rule, "given output that is the input itself (exact overlap)",
+          ["OutputRules"], neg, x8, error="KILN_ERR_ALIGNMENT",
+          given=[out("f32", [8], overlaps={"input": 0, "byteOffset": 0})])
+    # a strided input [8] over 15 stored elements (60 bytes): the output's
+    # 32 bytes lie inside them, interleaved or at the end
+    B.add(rule, "given output interleaved with a strided input "
+          "(partial overlap)", ["OutputRules"], neg, [("f32", [8], vals)],
+          strides=[[2]], error="KILN_ERR_ALIGNMENT",
+          given=[out("f32", [8], overlaps={"input": 0, "byteOffset": 4})])
+    B.add(rule, "given output over the last half of a strided input "
+          "(partial overlap)", ["OutputRules"], neg, [("f32", [8], vals)],
+          strides=[[2]], error="KILN_ERR_ALIGNMENT",
+          given=[out("f32", [8], overlaps={"input": 0, "byteOffset": 28})])
+    B.add(rule, "given output overlapping the second input (partial)",
+          ["OutputRules"], binary_graph("add", "f32", "?", "?"),
+          [("f32", [8], vals), ("f32", [8], vals)], strides=[[1], [2]],
+          error="KILN_ERR_ALIGNMENT",
+          given=[out("f32", [8], overlaps={"input": 1, "byteOffset": 8})])
+    two = kf.Graph()
+    x = two.input("f32", "?")
+    two.output(two.op("neg", x))
+    two.output(two.op("abs", x))
+    B.add(rule, "two given outputs at the same address (exact overlap)",
+          ["OutputRules"], two, x8, error="KILN_ERR_ALIGNMENT",
+          given=[out("f32", [8]),
+                 out("f32", [8], overlaps={"output": 0, "byteOffset": 0})])
+    B.add(rule, "two given outputs overlapping by 16 bytes",
+          ["OutputRules"], two, x8, error="KILN_ERR_ALIGNMENT",
+          given=[out("f32", [8]),
+                 out("f32", [8], overlaps={"output": 0, "byteOffset": 16})])
+
+
 def build():
     B = Builder()
     rng = random.Random(1234567)
@@ -1100,4 +1203,5 @@ def build():
     gen_contraction(B, rng)
     gen_invalid(B, rng)
     many_inputs.gen_many_views(B, rng)
+    gen_output_rules(B)
     return {"numerics.json": B.vf.finish()}

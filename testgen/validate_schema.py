@@ -433,13 +433,60 @@ def _cache(t, _, test):
         _int(s, "pass", w, 1, 2, required=False)
 
 
+def _int_list(obj, key, where, lo, hi, required=True):
+    lst = _typed(obj, key, where, list, required)
+    for i, v in enumerate(lst or []):
+        if not _is_int(v) or not lo <= v <= hi:
+            raise Bad("%s[%d]: must be an integer in %d..%d"
+                      % (_path(where, key), i, lo, hi))
+    return lst
+
+
+def _given_outputs(t, n_inputs):
+    """givenOutputs (invalid numerics tests): the outputs the runner hands
+    over, each {"dtype", "shape", "strides"?, "overlaps"?}."""
+    g = _typed(t, "givenOutputs", "", list)
+    if not g:
+        raise Bad("givenOutputs: must list at least one output")
+    for j, o in enumerate(g):
+        w = "givenOutputs[%d]" % j
+        if not isinstance(o, dict):
+            raise Bad("%s: must be an object, not %s" % (w, _jtype(o)))
+        _keys(o, ("dtype", "shape", "strides", "overlaps"), w)
+        _str(o, "dtype", w, allowed=tuple(WIDTH))
+        shape = _int_list(o, "shape", w, 0, MAX_DIM)
+        if len(shape) > 8:
+            raise Bad("%s.shape: rank %d is above 8" % (w, len(shape)))
+        st = _int_list(o, "strides", w, 0, MAX_DIM, required=False)
+        if st is not None and len(st) != len(shape):
+            raise Bad("%s.strides: %d strides for rank %d"
+                      % (w, len(st), len(shape)))
+        ov = _typed(o, "overlaps", w, dict, required=False)
+        if ov is None:
+            continue
+        wo = w + ".overlaps"
+        _keys(ov, ("input", "output", "byteOffset"), wo)
+        if ("input" in ov) == ("output" in ov):
+            raise Bad("%s: needs exactly one of input and output" % wo)
+        if "input" in ov:
+            _int(ov, "input", wo, 0, max(n_inputs - 1, 0))
+        else:
+            _int(ov, "output", wo, 0, max(j - 1, 0))
+            if j == 0:
+                raise Bad("%s.output: output 0 has no earlier output" % wo)
+        _int(ov, "byteOffset", wo, 0, INT32_MAX)
+
+
 def _numerics(t, result, test):
-    _keys(t, BASE + ("fusion", "options", "inputs", "outputs", "error"), "")
+    _keys(t, BASE + ("fusion", "options", "inputs", "outputs", "error",
+                     "givenOutputs"), "")
     _str(t, "fusion", "")
     _options(t, "options", "")
     ins = test.tensors(t, "inputs", "", 0)
     _result_fields(t, result, "outputs", "error")
     if result != "invalid":
+        _absent(t, "givenOutputs", "", "to a valid or acceptable test (the "
+                "runner gives every output itself)")
         _inputs_fit(t, ins, "")
         test.tensors(t, "outputs", "", 1)
         return
@@ -448,6 +495,8 @@ def _numerics(t, result, test):
     st = _str(e, "status", "error")
     if st not in STATUSES:
         raise Bad("error.status: %r is not a Kiln status name" % st)
+    if "givenOutputs" in t:
+        _given_outputs(t, len(ins or []))
 
 
 def _differential(t, _, test):

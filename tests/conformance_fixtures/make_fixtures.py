@@ -183,6 +183,10 @@ dump('malformed/numerics.json', 'numerics', {"SignedZero": "x"}, [{"type": "Nume
   with_(n1, ['outputs', 0, 'check'], {"kind": "ulp", "max": "2"}),
   with_(n1, ['outputs', 0, 'check'], {"kind": "exact", "bounds": [f64(1)]}),
   with_(n1, ['inputs'], n1['inputs'][:1]),
+  with_(num[5], ['givenOutputs'], [{"dtype": "f32", "shape": [3],
+        "overlaps": {"input": 0, "output": 0, "byteOffset": 0}}]),
+  with_(n1, ['givenOutputs'], [{"dtype": "f32", "shape": [4]}]),
+  with_(num[5], ['givenOutputs'], [{"dtype": "f33", "shape": [3]}]),
  ])}])
 p1 = {"tcId": 1, "comment": "x", "flags": [], "result": "invalid", "source": "env", "set": "enable",
       "input": "nope", "error": {"kind": "unknown", "offset": 0, "token": "nope"}}

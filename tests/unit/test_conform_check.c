@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../../conformance/conform.h"
+#include "../../conformance/outputs.h"
 
 /* ------------------------------------------------------------ ULP distance */
 
@@ -785,6 +786,14 @@ START_TEST(cli_malformed_vectors)
         "outputs[0].check.bounds: does not apply to this check kind",
         "numerics/12 (add f32 with NaN and signed zero): invalid vector: "
         "inputs: 1 tensors for a fusion of 2 inputs",
+        "numerics/13 (add with mismatched sizes is a shape error): invalid "
+        "vector: givenOutputs[0].overlaps: needs exactly one of input and "
+        "output",
+        "numerics/14 (add f32 with NaN and signed zero): invalid vector: "
+        "givenOutputs: does not apply to a valid or acceptable test",
+        "numerics/15 (add with mismatched sizes is a shape error): invalid "
+        "vector: givenOutputs[0].dtype: 'f33' is not bool, i32, i64, f16, "
+        "bf16, f32 or f64",
         "differential/1 (add of two uniform vectors): invalid vector: seed: -1 "
         "is outside 0..9223372036854775807",
         "differential/2 (add of two uniform vectors): invalid vector: "
@@ -804,7 +813,147 @@ START_TEST(cli_malformed_vectors)
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(out, want[i]) != NULL, "lacks '%s':\n%s", want[i],
                       out);
-    ck_assert_msg(strstr(out, "Checks: 35, Failures: 35, Errors: 0"), "%s", out);
+    ck_assert_msg(strstr(out, "Checks: 38, Failures: 38, Errors: 0"), "%s", out);
+}
+END_TEST
+
+/* ----------------------------------------------- caller-provided outputs */
+
+/* A ref context and `neg` of an f32 [5] input (host tensors). */
+static kiln_context *outs_ctx(kiln_fusion **f, kiln_tensor **in, float *x)
+{
+    static const char kf[] = "kiln.fusion 1\n%0 = input f32 [?]\n"
+                             "%1 = neg %0\noutput %1\n";
+    kiln_context_config cfg;
+    kiln_context *ctx = NULL;
+    int64_t n = 5;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.struct_size = sizeof cfg;
+    cfg.backend = "ref";
+    cfg.use_env_override = 1;
+    ck_assert_int_eq(kiln_context_create(&cfg, &ctx), KILN_OK);
+    ck_assert_int_eq(kiln_fusion_parse(kf, strlen(kf), f), KILN_OK);
+    for (int i = 0; i < 5; i++)
+        x[i] = (float)i + 0.5f;
+    ck_assert_int_eq(kiln_tensor_create(ctx, KILN_F32, 1, &n, NULL,
+                                        KILN_MEM_HOST, x, in), KILN_OK);
+    return ctx;
+}
+
+/* The canaries are what docs/conformance.md lists: signalling NaNs for
+** floats (quiet bit clear), odd patterns, bool neither 0 nor 1. */
+START_TEST(outputs_canaries)
+{
+    ck_assert_uint_eq(cf_canary(KILN_F32, 0), 0x7fa5c3e1u);
+    ck_assert_uint_eq(cf_canary(KILN_F32, 1), 0xff9a3c1eu);
+    ck_assert(cf_is_nan(KILN_F32, cf_canary(KILN_F32, 0)) &&
+              !(cf_canary(KILN_F32, 0) & 0x400000));
+    ck_assert(cf_is_nan(KILN_F16, cf_canary(KILN_F16, 1)) &&
+              !(cf_canary(KILN_F16, 1) & 0x200));
+    ck_assert(cf_is_nan(KILN_BF16, cf_canary(KILN_BF16, 0)) &&
+              !(cf_canary(KILN_BF16, 0) & 0x40));
+    ck_assert(cf_is_nan(KILN_F64, cf_canary(KILN_F64, 1)) &&
+              !(cf_canary(KILN_F64, 1) & (1ull << 51)));
+    ck_assert_uint_gt(cf_canary(KILN_BOOL, 0), 1);
+    ck_assert_uint_ne(cf_canary(KILN_I64, 0), cf_canary(KILN_I64, 1));
+}
+END_TEST
+
+/* Guarded outputs: aligned in run 1, not in run 2; an unwritten element, a
+** write past the end or before the start, and a difference between runs
+** are each reported with the element or byte. */
+START_TEST(outputs_guards)
+{
+    kiln_fusion *f;
+    kiln_tensor *in;
+    float x[5];
+    char msg[512];
+    kiln_context *ctx = outs_ctx(&f, &in, x);
+    cf_outset a, b;
+    ck_assert_int_eq(cf_outset_make(&a, ctx, f, &in, 1, 1, 0, msg, sizeof msg), 0);
+    ck_assert_int_eq(cf_outset_make(&b, ctx, f, &in, 1, 1, 1, msg, sizeof msg), 0);
+    ck_assert_uint_eq((uintptr_t)kiln_tensor_data(a.t[0]) % 16, 0);
+    ck_assert_uint_ne((uintptr_t)kiln_tensor_data(b.t[0]) % 16, 0);
+    /* nothing written yet: element 0 still holds the canary */
+    ck_assert_int_eq(cf_outset_check(&a, ctx, 1, msg, sizeof msg), 1);
+    ck_assert_msg(strstr(msg, "outputs[0] element 0 [0] was never written: "
+                         "it still holds the canary 0x7fa5c3e1") != NULL,
+                  "%s", msg);
+    ck_assert_int_eq(kiln_execute(ctx, f, &in, 1, a.t, 1, NULL, NULL), KILN_OK);
+    ck_assert_int_eq(kiln_execute(ctx, f, &in, 1, b.t, 1, NULL, NULL), KILN_OK);
+    ck_assert_int_eq(cf_outset_check(&a, ctx, 1, msg, sizeof msg), 0);
+    ck_assert_int_eq(cf_outset_check(&b, ctx, 1, msg, sizeof msg), 0);
+    ck_assert_int_eq(cf_outset_same(&a, &b, msg, sizeof msg), 0);
+    /* one byte past the end (host memory: written directly) */
+    unsigned char *p = kiln_tensor_data(a.t[0]);
+    p[20] ^= 0xff;
+    ck_assert_int_eq(cf_outset_check(&a, ctx, 1, msg, sizeof msg), 1);
+    ck_assert_msg(strstr(msg, "outputs[0]: a write outside the output: guard "
+                         "byte 0 past its end (byte offset 20)") != NULL,
+                  "%s", msg);
+    p[20] ^= 0xff;
+    p[-3] ^= 0x01;
+    ck_assert_int_eq(cf_outset_check(&a, ctx, 1, msg, sizeof msg), 1);
+    ck_assert_msg(strstr(msg, "guard byte 3 before its start") != NULL, "%s",
+                  msg);
+    p[-3] ^= 0x01;
+    /* run 2 differs at element 3 */
+    ck_assert_int_eq(cf_outset_check(&a, ctx, 1, msg, sizeof msg), 0);
+    b.g[0].after[b.g[0].off + 12] ^= 1;
+    ck_assert_int_eq(cf_outset_same(&a, &b, msg, sizeof msg), 1);
+    ck_assert_msg(strstr(msg, "outputs[0] element 3 [3] differs between two "
+                         "runs") != NULL, "%s", msg);
+    /* a failed execute must leave the output's own bytes alone too */
+    ck_assert_int_eq(cf_outset_check(&a, ctx, 0, msg, sizeof msg), 1);
+    ck_assert_msg(strstr(msg, "failed kiln_execute wrote outputs[0]: byte 0")
+                  != NULL, "%s", msg);
+    cf_outset_free(&a);
+    cf_outset_free(&b);
+    kiln_tensor_destroy(in);
+    kiln_fusion_destroy(f);
+    kiln_context_destroy(ctx);
+}
+END_TEST
+
+/* givenOutputs: an output over the input is refused (ALIGNMENT), and a
+** write into the overlapped input is found. */
+START_TEST(outputs_given_overlap)
+{
+    kiln_fusion *f;
+    kiln_tensor *in;
+    float x[5];
+    char msg[512];
+    kiln_context *ctx = outs_ctx(&f, &in, x);
+    cf_outset s;
+    json_error_t je;
+    json_t *spec = json_loads("[{\"dtype\": \"f32\", \"shape\": [5], "
+                              "\"overlaps\": {\"input\": 0, \"byteOffset\": "
+                              "0}}]", 0, &je);
+    ck_assert_ptr_nonnull(spec);
+    ck_assert_int_eq(cf_outset_given(&s, ctx, spec, &in, 1, 1, msg, sizeof msg),
+                     0);
+    ck_assert_ptr_eq(kiln_tensor_data(s.t[0]), (void *)x);
+    ck_assert_int_eq(kiln_execute(ctx, f, &in, 1, s.t, 1, NULL, NULL),
+                     KILN_ERR_ALIGNMENT);
+    ck_assert_int_eq(cf_outset_check(&s, ctx, 0, msg, sizeof msg), 0);
+    x[1] = -x[1];
+    ck_assert_int_eq(cf_outset_check(&s, ctx, 0, msg, sizeof msg), 1);
+    ck_assert_msg(strstr(msg, "failed kiln_execute wrote input 0 (which an "
+                         "output overlaps): byte 7 changed") != NULL, "%s",
+                  msg);
+    cf_outset_free(&s);
+    /* an overlap that does not fit the storage is refused up front */
+    json_decref(spec);
+    spec = json_loads("[{\"dtype\": \"f32\", \"shape\": [5], \"overlaps\": "
+                      "{\"input\": 0, \"byteOffset\": 4}}]", 0, &je);
+    ck_assert_int_eq(cf_outset_given(&s, ctx, spec, &in, 1, 1, msg, sizeof msg),
+                     1);
+    ck_assert_msg(strstr(msg, "do not fit") != NULL, "%s", msg);
+    cf_outset_free(&s);
+    json_decref(spec);
+    kiln_tensor_destroy(in);
+    kiln_fusion_destroy(f);
+    kiln_context_destroy(ctx);
 }
 END_TEST
 
@@ -885,10 +1034,12 @@ START_TEST(cli_serde_round_trip)
     } cases[] = {
         {"", "pass 1 exit 0, pass 2 exit 0: the round trip through the kernel "
              "database holds", 0},
+        /* numerics run twice (aligned and unaligned outputs): two
+        ** kernels per test */
         {"none", "serde pass 1: the kernel database did not store every kernel "
-                 "compiled (0 not stored, 0 corrupt, 1 refused", 1},
+                 "compiled (0 not stored, 0 corrupt, 2 refused", 1},
         {"forget", "serde pass 1: the kernel database did not store every kernel "
-                   "compiled (1 not stored", 1},
+                   "compiled (2 not stored", 1},
         {"skew", "serde pass 2: the outputs differ from pass 1", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -987,6 +1138,11 @@ Suite *conform_check_suite(void)
     tcase_add_test(tc, tensor_errors);
     tcase_add_test(tc, file_ok);
     tcase_add_test(tc, file_errors);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("outputs");
+    tcase_add_test(tc, outputs_canaries);
+    tcase_add_test(tc, outputs_guards);
+    tcase_add_test(tc, outputs_given_overlap);
     suite_add_tcase(s, tc);
     tc = tcase_create("differential");
     tcase_add_test(tc, splitmix);
