@@ -34,44 +34,6 @@
 
 #include "core.h"
 
-/* ----------------------------------------------------------- level masks */
-
-/* Bit KOPT_x set when option x has `level` (constant-folded). */
-#define LEVEL_BITS(L)                                                          \
-    (0ull KILN_OPTION_TABLE(LEVEL_BIT_) )
-#define LEVEL_BIT_(id, name, set, arg, lvl, vocab, def, impl, desc)           \
-    | ((lvl) == LEVEL_ARG_ ? 1ull << KOPT_##id : 0ull)
-
-uint64_t kiln__level_mask(kiln_level level)
-{
-#define LEVEL_ARG_ KILN_LEVEL_PLAN
-    static const uint64_t plan = LEVEL_BITS(0);
-#undef LEVEL_ARG_
-#define LEVEL_ARG_ KILN_LEVEL_KERNEL
-    static const uint64_t kernel = LEVEL_BITS(0);
-#undef LEVEL_ARG_
-#define LEVEL_ARG_ KILN_LEVEL_NONE
-    static const uint64_t none = LEVEL_BITS(0);
-#undef LEVEL_ARG_
-    switch (level) {
-    case KILN_LEVEL_PLAN: return plan;
-    case KILN_LEVEL_KERNEL: return kernel;
-    case KILN_LEVEL_NONE: return none;
-    default: return plan | kernel | none;
-    }
-}
-
-void kiln__options_mask(const struct kiln_options *o, kiln_level level,
-                        struct kiln_options *out)
-{
-    uint64_t m = kiln__level_mask(level);
-    memset(out, 0, sizeof *out);
-    out->on = o->on & m;
-    out->has_list = o->has_list & m;
-    for (uint64_t b = out->on; b != 0; b &= b - 1)
-        out->arg[__builtin_ctzll(b)] = o->arg[__builtin_ctzll(b)];
-}
-
 /* ------------------------------------------------------------------ init */
 
 static size_t pow2_at_least(size_t n)

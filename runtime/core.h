@@ -242,10 +242,4 @@ kiln_status kiln__compile_into(kiln_context *ctx, const kiln__pseg *s,
 ** frees k. */
 void kiln__kernel_release(kiln__kernel *k);
 
-/* Masks of the options of each level (from KILN_OPTION_TABLE). */
-uint64_t kiln__level_mask(kiln_level level);
-/* o restricted to the options of `level` (others zeroed). */
-void kiln__options_mask(const struct kiln_options *o, kiln_level level,
-                        struct kiln_options *out);
-
 #endif /* KILN_CORE_H */

@@ -207,6 +207,14 @@ kiln_status kiln__options_apply_item(struct kiln_options *o, kiln_opt_set set,
 kiln_status kiln__kernel_options(const struct kiln_options *o,
                                  kiln_kernel_options *ko, char *buf,
                                  size_t cap);
+/* The options of `level` as a bit mask (KILN_LEVEL_ALL: every option).
+** The level column of KILN_OPTION_TABLE is read here only (options.c):
+** the plan key, the kernel variant and canonical text all go through it. */
+uint64_t kiln__level_mask(kiln_level level);
+/* o restricted to the options of `level` (others zeroed, arguments of the
+** options that are off too). */
+void kiln__options_mask(const struct kiln_options *o, kiln_level level,
+                        struct kiln_options *out);
 /* Canonical text of one level into a kiln_buf (appends). */
 void kiln__options_canonical_buf(const struct kiln_options *o,
                                  kiln_level level, kiln_buf *b);

@@ -90,6 +90,22 @@ static uint64_t level_bits(kiln_level level)
                                         : plan_mask | kernel_mask | none_mask;
 }
 
+uint64_t kiln__level_mask(kiln_level level)
+{
+    return level_bits(level);
+}
+
+void kiln__options_mask(const struct kiln_options *o, kiln_level level,
+                        struct kiln_options *out)
+{
+    uint64_t m = level_bits(level);
+    memset(out, 0, sizeof *out);
+    out->on = o->on & m;
+    out->has_list = o->has_list & m;
+    for (uint64_t b = out->on; b != 0; b &= b - 1)
+        out->arg[__builtin_ctzll(b)] = o->arg[__builtin_ctzll(b)];
+}
+
 static const char *const set_names[3] = {"enable", "disable", "dump"};
 static const char *const env_names[3] = {"KILN_ENABLE", "KILN_DISABLE",
                                          "KILN_DUMP"};
