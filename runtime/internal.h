@@ -5,8 +5,9 @@
 ** symbols of kiln.h are exported.
 **
 ** Module map (the path of one execute call):
-**   options.c -> fusion.c / fusion_text.c -> plan.c -> cache.c -> execute.c
-**   -> backend (backends/ref.c, backends/cuda.c, or a plugin)
+**   options.c -> fusion.c / fusion_text.c -> keys.c -> plan.c -> cache.c
+**   -> execute.c (execute.h: its steps) -> backend (backends/ref.c,
+**   backends/cuda.c, or a plugin)
 */
 #ifndef KILN_INTERNAL_H
 #define KILN_INTERNAL_H

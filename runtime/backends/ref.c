@@ -66,8 +66,8 @@
 
 /* ref keeps nothing per open instance, but open() still allocates a state:
 ** every instance then has its own non-NULL state pointer, which the runtime
-** compares to tell its reference path apart from the backend (cache.c,
-** execute.c). */
+** compares to tell its reference path apart from the backend
+** (fallback.c). */
 typedef struct ref_state {
     char unused;
 } ref_state;
