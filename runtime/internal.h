@@ -236,10 +236,10 @@ struct kiln_fusion {
     uint32_t n_outputs, cap_outputs;
     int finalized;
     uint64_t hash;
-    /* Built by finalize (fusion.c) for kiln__fusion_shapes: for flat index
-    ** x = node * KILN_MAX_RANK + axis, axis_class[x] is the flat index of
-    ** the first input axis whose size that axis must equal, or -1 for a
-    ** broadcast (size 1) or absent axis.  axis_edges holds n_axis_edges
+    /* Built by finalize (fusion.c) for kiln__fusion_shapes
+    ** (fusion_shapes.c): for flat index x = node * KILN_MAX_RANK + axis,
+    ** axis_class[x] is the flat index of the first input axis whose size
+    ** that axis must equal, or -1 for a broadcast (size 1) or absent axis.  axis_edges holds n_axis_edges
     ** (x, y, node) triples: the joins made by each node (error messages). */
     int32_t *axis_class;
     int32_t *axis_edges;
