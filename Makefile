@@ -52,14 +52,14 @@ STATIC_DEPS := $(LIBDIR_SYS)/libcheck.a $(LIBDIR_SYS)/libsubunit.a \
                $(LIBDIR_SYS)/libjansson.a
 
 LIB_SRC  := $(sort $(wildcard runtime/*.c runtime/backends/*.c))
-CLI_SRC  := $(sort $(wildcard runtime/cli/*.c conformance/*.c))
+CLI_SRC  := $(sort $(wildcard runtime/cli/*.c runtime/tool/*.c conformance/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all lib cli unit test test-unit test-asan test-tsan deps install fuzz-kf fuzz-trigger \
+.PHONY: all lib cli unit test test-unit check-layers test-asan test-tsan deps install fuzz-kf fuzz-trigger \
         test-verdict check-vectors \
         check-cuda-headers test-cli fuzz-npy fuzz-vectors test-python fuzz-kdb \
         uninstall clean help fuzz coverage conform bench gpu-bundle \
@@ -71,7 +71,7 @@ lib: $(BUILD)/libkiln.a $(BUILD)/libkiln.so
 cli: $(BUILD)/kiln
 unit: $(BUILD)/unit_tests
 
-$(BUILD)/obj/%.o: %.c $(wildcard runtime/*.h runtime/include/*.h runtime/backends/*.h runtime/cli/*.h conformance/*.h tests/unit/*.h) | check-cuda-headers
+$(BUILD)/obj/%.o: %.c $(wildcard runtime/*.h runtime/include/*.h runtime/backends/*.h runtime/cli/*.h runtime/tool/*.h conformance/*.h tests/unit/*.h) | check-cuda-headers
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -c $< -o $@
 
@@ -138,8 +138,8 @@ UNIT_CONF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,conformance/vectors.c \
                    conformance/sha256.c conformance/expectations.c \
                    conformance/verdict.c conformance/report.c conformance/cases.c \
                    conformance/outputs.c \
-                   runtime/cli/npy.c runtime/cli/outfile.c \
-                   runtime/cli/args.c)
+                   runtime/cli/npy.c runtime/tool/outfile.c \
+                   runtime/tool/args.c)
 $(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a \
                      $(BUILD)/plugins/libkiln_test_plugin.so $(BUILD)/plugins/libkiln_data_entry.so
 	$(CC) -o $@ $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a $(LDFLAGS) $(STATIC_DEPS) $(SYSLIBS)
@@ -174,6 +174,7 @@ mutants-build: $(MUTANT_NAMES:%=$(BUILD)/mutants/%/stamp)
 # `make test` is what CI runs (through .ci/run): every check, no weaker.
 test:
 	$(MAKE) -j$(JOBS) all unit
+	$(MAKE) check-layers
 	$(MAKE) docs-check
 	$(MAKE) ci-check
 	$(MAKE) testgen-check
@@ -190,6 +191,14 @@ test:
 	$(MAKE) mutants
 	$(MAKE) examples
 	@echo "make test: all stages passed"
+
+# The folders' include directions (docs/runtime.md, "Source layout"): no
+# folder cycle between runtime/cli/, runtime/tool/ and conformance/, and no
+# backend header in the generic runtime.  The self-test proves each rule
+# can fail.
+check-layers:
+	bash scripts/check_layers.sh --self-test
+	bash scripts/check_layers.sh
 
 # The kernel database's fault tests tally wrong kernels and crashes into
 # $(BUILD)/kdb-tally.txt; the totals must be 0 (tests/unit/test_kernel_db.c).
@@ -358,7 +367,7 @@ fuzz-kf:
 fuzz-npy:
 	@mkdir -p build/fuzz/npy_corpus
 	$(FUZZ_CC) \
-	  tests/fuzz/fuzz_npy.c runtime/cli/npy.c runtime/cli/outfile.c runtime/cli/args.c \
+	  tests/fuzz/fuzz_npy.c runtime/cli/npy.c runtime/tool/outfile.c runtime/tool/args.c \
 	  $(CORE_SRC) \
 	  -ldl -lm -lpthread -o build/fuzz/fuzz_npy
 	cp -n tests/fuzz/npy_corpus/* build/fuzz/npy_corpus/ 2>/dev/null || true

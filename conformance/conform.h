@@ -578,4 +578,9 @@ int cf_results_read(const char *path, cf_results_doc *d, char *err,
                     size_t cap);
 void cf_results_free(cf_results_doc *d);
 
+/* `kiln conform` (runner.c): the runner's entry, which build/kiln's
+** command table calls (runtime/cli/main.c).  The runner uses only
+** tool/tool.h of the tool's code, never runtime/cli/. */
+int kiln_cmd_conform(int argc, char **argv);
+
 #endif /* KILN_CONFORM_H */

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "tool/tool.h"
 #include "conform.h"
 
 void cf_expectations_free(cf_expectations *e)

@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "tool/tool.h"
 #include "conform.h"
 
 /* ------------------------------------------------------------- escaping */

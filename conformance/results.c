@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "tool/tool.h"
 #include "conform.h"
 #include "kiln_git_rev.h" /* KILN_GIT_REVISION (Makefile) */
 

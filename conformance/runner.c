@@ -50,7 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "tool/tool.h"
 #include "conform.h"
 
 /* The exit status of a run whose backend is not available here, with

@@ -32,7 +32,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "tool/tool.h"
 #include "conform.h"
 
 /* ------------------------------------------------------------ records */

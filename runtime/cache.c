@@ -4,10 +4,11 @@
 **
 ** Keys (docs/runtime.md, "Caches and keys"):
 **   plan   = fusion structural hash + input signature + plan-level options
-**            (a word array built by execute.c), verified by comparing the
+**            (a word array built by keys.c), verified by comparing the
 **            whole word array and the fusion's node and output arrays;
 **   kernel = serialized segment IR after contraction (nodes, outputs,
-**            traits, index width) + the variant: canonical kernel-level
+**            traits, index width; keys.c picks it and hashes it with the
+**            variant) + the variant: canonical kernel-level
 **            options + backend identity string (flags, target, compiler
 **            version), verified by comparing the blob bytes and the
 **            variant (variants are interned by full comparison, so pointer
@@ -33,44 +34,6 @@
 #include <string.h>
 
 #include "core.h"
-
-/* ----------------------------------------------------------- level masks */
-
-/* Bit KOPT_x set when option x has `level` (constant-folded). */
-#define LEVEL_BITS(L)                                                          \
-    (0ull KILN_OPTION_TABLE(LEVEL_BIT_) )
-#define LEVEL_BIT_(id, name, set, arg, lvl, vocab, def, impl, desc)           \
-    | ((lvl) == LEVEL_ARG_ ? 1ull << KOPT_##id : 0ull)
-
-uint64_t kiln__level_mask(kiln_level level)
-{
-#define LEVEL_ARG_ KILN_LEVEL_PLAN
-    static const uint64_t plan = LEVEL_BITS(0);
-#undef LEVEL_ARG_
-#define LEVEL_ARG_ KILN_LEVEL_KERNEL
-    static const uint64_t kernel = LEVEL_BITS(0);
-#undef LEVEL_ARG_
-#define LEVEL_ARG_ KILN_LEVEL_NONE
-    static const uint64_t none = LEVEL_BITS(0);
-#undef LEVEL_ARG_
-    switch (level) {
-    case KILN_LEVEL_PLAN: return plan;
-    case KILN_LEVEL_KERNEL: return kernel;
-    case KILN_LEVEL_NONE: return none;
-    default: return plan | kernel | none;
-    }
-}
-
-void kiln__options_mask(const struct kiln_options *o, kiln_level level,
-                        struct kiln_options *out)
-{
-    uint64_t m = kiln__level_mask(level);
-    memset(out, 0, sizeof *out);
-    out->on = o->on & m;
-    out->has_list = o->has_list & m;
-    for (uint64_t b = out->on; b != 0; b &= b - 1)
-        out->arg[__builtin_ctzll(b)] = o->arg[__builtin_ctzll(b)];
-}
 
 /* ------------------------------------------------------------------ init */
 
@@ -449,9 +412,9 @@ void kiln__pseg_ir(const kiln__pseg *s, const kiln__variant *v,
     kiln__pseg_segment(s, v->ko.contract, seg);
 }
 
-/* Compile blob's segment with backend (be, state).  On UNSUPPORTED from a
-** non-reference backend, compiles with the reference backend instead and
-** marks the kernel `reference`. */
+/* Compile blob's segment with backend (be, state); when the REFERENCE
+** fallback applies to its answer (fallback.c), with the reference backend
+** instead, marking the kernel `reference`. */
 kiln_status kiln__compile_into(kiln_context *ctx, const kiln__pseg *s,
                                const kiln__variant *v, kiln__kernel *k,
                                char *err, size_t cap)
@@ -463,15 +426,8 @@ kiln_status kiln__compile_into(kiln_context *ctx, const kiln__pseg *s,
                                      err, cap);
     k->be = &ctx->be;
     k->be_state = ctx->be_state;
-    if (st == KILN_ERR_UNSUPPORTED && ctx->ref != NULL &&
-        ctx->ref_state != ctx->be_state) {
-        memset(&k->out, 0, sizeof k->out);
-        st = ctx->ref->compile(ctx->ref_state, &seg, &v->ko, &k->out, err,
-                               cap);
-        k->be = ctx->ref;
-        k->be_state = ctx->ref_state;
-        k->reference = 1;
-    }
+    if (kiln__fallback_applies(ctx, st))
+        st = kiln__fallback_compile(ctx, &seg, &v->ko, k, err, cap);
     kiln__be_str(err, cap);
     if (st == KILN_OK && (!kiln__be_terminated(k->out.path, sizeof k->out.path) ||
                           !kiln__be_terminated(k->out.flags,
@@ -492,8 +448,8 @@ kiln_status kiln__kernel_get(kiln_context *ctx, const kiln__pseg *s,
                              kiln__kernel **out, int *hit)
 {
     kiln__caches *c = &ctx->caches;
-    const kiln__segir *kir = &s->ir[v->ko.contract && s->contracts ? 1 : 0];
-    uint64_t h = kir->blob_hash ^ (v->hash * 0x9e3779b97f4a7c15ULL);
+    uint64_t h;
+    const kiln__segir *kir = kiln__kernel_key(s, v, &h);
     char err[KILN_ERR_MSG_CAP];
     err[0] = '\0';
     kiln__kernel *k;

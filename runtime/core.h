@@ -1,7 +1,8 @@
 /*
 ** core.h -- private declarations shared by the runtime core: the context
-** (context.c), the planner (plan.c), the plan and kernel caches (cache.c)
-** and execute (execute.c).  Never installed; see docs/runtime.md for the
+** (context.c), the planner (plan.c), the plan and kernel caches (cache.c),
+** the keys (keys.c), the fallback (fallback.c) and execute (execute.c and
+** the files of execute.h).  Never installed; see docs/runtime.md for the
 ** rules these modules implement.
 **
 ** Ownership in one paragraph: a context owns its backend (and the dlopen
@@ -217,6 +218,10 @@ kiln_status kiln__variant_get(kiln_context *ctx, const struct kiln_options *o,
 /* The segment IR handed to the backend for `s` under variant `v`. */
 void kiln__pseg_ir(const kiln__pseg *s, const kiln__variant *v,
                    kiln_ir_segment *seg);
+/* The kernel key of segment s under variant v (keys.c): the IR variant
+** whose blob is compared, returned, and the hash into *hash. */
+const kiln__segir *kiln__kernel_key(const kiln__pseg *s,
+                                    const kiln__variant *v, uint64_t *hash);
 /* Resolve the kernel of segment s for variant v: from the cache, or by
 ** compiling it once (single-flight).  nocache: compile a private kernel
 ** (disable=nvrtc_caching).  use_db: a kernel the cache lacks is looked up
@@ -233,19 +238,23 @@ kiln_status kiln__kdb_obtain(kiln_context *ctx, const kiln__pseg *s,
                              const kiln__variant *v, const kiln__segir *kir,
                              kiln__kernel *k, int use_db, int *compiled,
                              char *err, size_t cap);
-/* Compile k (cache.c): the backend, or the reference backend when the
-** backend answers KILN_ERR_UNSUPPORTED. */
+/* Compile k (cache.c): the backend, or the reference backend when
+** kiln__fallback_applies to the backend's answer. */
 kiln_status kiln__compile_into(kiln_context *ctx, const kiln__pseg *s,
                                const kiln__variant *v, kiln__kernel *k,
                                char *err, size_t cap);
+/* The REFERENCE fallback's one decision (fallback.c): a backend's answer
+** st hands the segment to the reference backend when it is
+** KILN_ERR_UNSUPPORTED and the context has a reference backend distinct
+** from its own. */
+int kiln__fallback_applies(const kiln_context *ctx, kiln_status st);
+/* Compile seg into k with the reference backend and mark k `reference`. */
+kiln_status kiln__fallback_compile(kiln_context *ctx,
+                                   const kiln_ir_segment *seg,
+                                   const kiln_kernel_options *ko,
+                                   kiln__kernel *k, char *err, size_t cap);
 /* Drop one reference to k; the last one releases the backend's kernel and
 ** frees k. */
 void kiln__kernel_release(kiln__kernel *k);
-
-/* Masks of the options of each level (from KILN_OPTION_TABLE). */
-uint64_t kiln__level_mask(kiln_level level);
-/* o restricted to the options of `level` (others zeroed). */
-void kiln__options_mask(const struct kiln_options *o, kiln_level level,
-                        struct kiln_options *out);
 
 #endif /* KILN_CORE_H */

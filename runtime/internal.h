@@ -5,8 +5,9 @@
 ** symbols of kiln.h are exported.
 **
 ** Module map (the path of one execute call):
-**   options.c -> fusion.c / fusion_text.c -> plan.c -> cache.c -> execute.c
-**   -> backend (backends/ref.c, backends/cuda.c, or a plugin)
+**   options.c -> fusion.c / fusion_text.c -> keys.c -> plan.c -> cache.c
+**   -> execute.c (execute.h: its steps) -> backend (backends/ref.c,
+**   backends/cuda.c, or a plugin)
 */
 #ifndef KILN_INTERNAL_H
 #define KILN_INTERNAL_H
@@ -207,6 +208,14 @@ kiln_status kiln__options_apply_item(struct kiln_options *o, kiln_opt_set set,
 kiln_status kiln__kernel_options(const struct kiln_options *o,
                                  kiln_kernel_options *ko, char *buf,
                                  size_t cap);
+/* The options of `level` as a bit mask (KILN_LEVEL_ALL: every option).
+** The level column of KILN_OPTION_TABLE is read here only (options.c):
+** the plan key, the kernel variant and canonical text all go through it. */
+uint64_t kiln__level_mask(kiln_level level);
+/* o restricted to the options of `level` (others zeroed, arguments of the
+** options that are off too). */
+void kiln__options_mask(const struct kiln_options *o, kiln_level level,
+                        struct kiln_options *out);
 /* Canonical text of one level into a kiln_buf (appends). */
 void kiln__options_canonical_buf(const struct kiln_options *o,
                                  kiln_level level, kiln_buf *b);
@@ -227,10 +236,10 @@ struct kiln_fusion {
     uint32_t n_outputs, cap_outputs;
     int finalized;
     uint64_t hash;
-    /* Built by finalize (fusion.c) for kiln__fusion_shapes: for flat index
-    ** x = node * KILN_MAX_RANK + axis, axis_class[x] is the flat index of
-    ** the first input axis whose size that axis must equal, or -1 for a
-    ** broadcast (size 1) or absent axis.  axis_edges holds n_axis_edges
+    /* Built by finalize (fusion.c) for kiln__fusion_shapes
+    ** (fusion_shapes.c): for flat index x = node * KILN_MAX_RANK + axis,
+    ** axis_class[x] is the flat index of the first input axis whose size
+    ** that axis must equal, or -1 for a broadcast (size 1) or absent axis.  axis_edges holds n_axis_edges
     ** (x, y, node) triples: the joins made by each node (error messages). */
     int32_t *axis_class;
     int32_t *axis_edges;

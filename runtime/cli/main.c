@@ -35,17 +35,6 @@ static void usage(FILE *out)
                  "Environment: KILN_ENABLE, KILN_DISABLE, KILN_DUMP (docs/options.md).\n");
 }
 
-int kiln_cli_wants_help(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            return 0;
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-            return 1;
-    }
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {

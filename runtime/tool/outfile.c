@@ -1,5 +1,5 @@
 /*
-** outfile.c -- every file build/kiln writes goes through here (cli.h,
+** outfile.c -- every file build/kiln writes goes through here (tool.h,
 ** "output files"): reports, `kiln run --out` arrays, benchmark JSON; and
 ** the one reader of whole input files (cli_read_file).
 **
@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "tool/tool.h"
 
 /* Free what *o holds (the temporary file itself is not touched). */
 static void release(cli_out *o)

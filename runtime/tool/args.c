@@ -1,5 +1,5 @@
 /*
-** args.c -- the one argument parser of build/kiln's subcommands (cli.h),
+** args.c -- the one argument parser of build/kiln's subcommands (tool.h),
 ** its integer parsing, the UTF-8 decoder and the JSON string writer the
 ** subcommands share.
 **
@@ -15,7 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "tool/tool.h"
+
+int kiln_cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            return 0;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return 1;
+    }
+    return 0;
+}
 
 void cli_args_init(cli_args *a, const char *cmd, const cli_opt *opts,
                    int argc, char **argv)
