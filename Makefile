@@ -63,7 +63,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
         test-verdict check-vectors \
         check-cuda-headers test-cli fuzz-npy fuzz-vectors test-python fuzz-kdb \
         uninstall clean help fuzz coverage conform bench gpu-bundle \
-        docs-check testgen testgen-check mutants nvrtc-check valgrind examples
+        docs-check testgen testgen-check spec-coverage mutants nvrtc-check valgrind examples
 
 all: lib cli
 
@@ -176,6 +176,7 @@ test:
 	$(MAKE) docs-check
 	$(MAKE) ci-check
 	$(MAKE) testgen-check
+	$(MAKE) spec-coverage
 	$(MAKE) test-unit
 	$(MAKE) test-cli
 	$(MAKE) test-python
@@ -310,6 +311,11 @@ fuzz-trigger:
 testgen:
 	@if [ -f testgen/generate.py ]; then $(PYTHON) testgen/generate.py --out conformance/vectors; \
 	 else echo "testgen: not present yet"; fi
+
+# Every rule id of the contract docs has a test that can fail; prints the
+# rule x test matrix (docs/conformance.md, "Rule ids").
+spec-coverage:
+	$(PYTHON) testgen/spec_coverage.py
 
 testgen-check:
 	@if [ -f testgen/generate.py ]; then $(PYTHON) testgen/generate.py --check conformance/vectors; \

@@ -318,7 +318,8 @@ static int use_device(kiln_context *ctx)
 
 /* Wrap decoded tensors into Kiln tensors.  On a device backend: a
 ** contiguous input is a device tensor written with kiln_tensor_write; a
-** strided one is a device view (borrowed pointer) over a 1-D device tensor
+** strided or offset one ("offset") is a device view (borrowed pointer) over
+** a 1-D device tensor
 ** holding the stored elements as they are.  On a host backend: host
 ** tensors borrowing the decoded storage. */
 static int wrap_inputs(kiln_context *ctx, inputs *in, cf_outcome *o)
@@ -334,7 +335,7 @@ static int wrap_inputs(kiln_context *ctx, inputs *in, cf_outcome *o)
         cf_tensor *h = &in->host[i];
         size_t es = kiln_dtype_size(h->dtype);
         kiln_status st;
-        if (dev && !h->strided) {
+        if (dev && !h->strided && h->offset == 0) {
             st = kiln_tensor_create(ctx, h->dtype, h->rank, h->shape, NULL,
                                     KILN_MEM_DEVICE, NULL, &in->t[i]);
             if (st == KILN_OK)
@@ -349,12 +350,14 @@ static int wrap_inputs(kiln_context *ctx, inputs *in, cf_outcome *o)
             if (st == KILN_OK)
                 st = kiln_tensor_create(ctx, h->dtype, h->rank, h->shape,
                                         h->strides, KILN_MEM_DEVICE,
-                                        kiln_tensor_data(in->base[i]),
+                                        (unsigned char *)kiln_tensor_data(
+                                            in->base[i]) + h->offset * es,
                                         &in->t[i]);
         } else {
             st = kiln_tensor_create(ctx, h->dtype, h->rank, h->shape,
                                     h->strided ? h->strides : NULL,
-                                    KILN_MEM_HOST, h->data, &in->t[i]);
+                                    KILN_MEM_HOST, h->data + h->offset * es,
+                                    &in->t[i]);
         }
         if (st != KILN_OK) {
             failf(o, "inputs[%zu]: creating the tensor failed: %s: %s", i,
@@ -555,13 +558,17 @@ static void check_outputs(kiln_context *ctx, kiln_tensor *const *outs,
 
 /* ---------------------------------------------------------------- context */
 
-static kiln_status make_context(const cf_target *tg, const char *en,
-                                const char *dis, const char *dump,
-                                int override, kiln_context **ctx)
+/* plan_cap, kernel_cap: the cache capacities (0 = the defaults). */
+static kiln_status make_context_caps(const cf_target *tg, const char *en,
+                                     const char *dis, const char *dump,
+                                     int override, size_t plan_cap,
+                                     size_t kernel_cap, kiln_context **ctx)
 {
     kiln_context_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.struct_size = sizeof cfg;
+    cfg.plan_cache_capacity = plan_cap;
+    cfg.kernel_cache_capacity = kernel_cap;
     cfg.backend = tg->backend;
     cfg.device = tg->device;
     cfg.use_env_override = override;
@@ -585,6 +592,13 @@ static kiln_status make_context(const cf_target *tg, const char *en,
     kiln_status st = kiln_context_create(&cfg, ctx);
     free(joined);
     return st;
+}
+
+static kiln_status make_context(const cf_target *tg, const char *en,
+                                const char *dis, const char *dump,
+                                int override, kiln_context **ctx)
+{
+    return make_context_caps(tg, en, dis, dump, override, 0, 0, ctx);
 }
 
 /* Destroy a context made by make_context; --serde first adds its counters
@@ -1118,7 +1132,15 @@ static void run_cache(const cf_target *tg, const cf_test *t, cf_outcome *o)
         return;
     sh.f = f;
     sh.n_outs = fusion_outputs(f);
-    kiln_status st = make_context(tg, ev[0], ev[1], ev[2], 1, &sh.ctx);
+    /* "capacities" (optional): {"plan": N, "kernel": N}, validated */
+    const json_t *caps = json_object_get(t->json, "capacities");
+    size_t cap[2] = {0, 0};
+    for (int i = 0; i < 2 && caps != NULL; i++) {
+        const json_t *c = json_object_get(caps, i ? "kernel" : "plan");
+        cap[i] = json_is_integer(c) ? (size_t)json_integer_value(c) : 0;
+    }
+    kiln_status st = make_context_caps(tg, ev[0], ev[1], ev[2], 1, cap[0],
+                                       cap[1], &sh.ctx);
     if (st != KILN_OK) {
         failf(o, "kiln_context_create: %s: %s", kiln_status_name(st),
               kiln_last_error());

@@ -30,7 +30,9 @@ What the reader does, in the order a test needs it:
      dtype inference) and apply the contraction rule (contract);
   3. check the inputs against the fusion's declaration and compute every
      value's shape with the shape rules (Runtime.shapes) -- errors are the
-     execute statuses the vectors expect (KILN_ERR_SHAPE, KILN_ERR_DTYPE);
+     execute statuses the vectors expect (KILN_ERR_SHAPE, KILN_ERR_DTYPE;
+     KILN_ERR_FALLBACK_DISABLED for a library-path matmul under
+     disable=fallback);
   4. run the impl and compare each output with its check (check_output:
      exact, ulp, abs, sumBound, ftz, alternatives).
 
@@ -56,7 +58,8 @@ WIDTH = {"bool": 1, "i32": 32, "i64": 64, "f16": 16, "bf16": 16, "f32": 32,
          "f64": 64}
 FLOAT = {"f16": (5, 10), "bf16": (8, 7), "f32": (8, 23), "f64": (11, 52)}
 INTS = ("i32", "i64")
-STATUSES = ("KILN_ERR_SHAPE", "KILN_ERR_DTYPE", "KILN_ERR_INVALID_ARGUMENT")
+STATUSES = ("KILN_ERR_SHAPE", "KILN_ERR_DTYPE", "KILN_ERR_INVALID_ARGUMENT",
+            "KILN_ERR_FALLBACK_DISABLED")
 
 
 class ExecError(Exception):
@@ -189,7 +192,8 @@ def encode(v, dt):
 
 class Tensor:
     """A tensor of a vector file.  `storage` holds the stored elements as
-    bit patterns; element (i0, i1, ...) lives at sum(i_k * strides[k]).
+    bit patterns; element (i0, i1, ...) lives at offset + sum(i_k *
+    strides[k]).
     Without "strides" the tensor is contiguous row-major."""
 
     def __init__(self, obj, where):
@@ -205,10 +209,12 @@ class Tensor:
         self.strided = "strides" in obj
         self.strides = list(obj["strides"]) if self.strided else \
             row_major_strides(self.shape)
+        self.offset = obj.get("offset", 0)     # elements before element 0
         if self.numel == 0:
-            need = 0
+            need = self.offset
         else:
-            need = 1 + sum((s - 1) * st for s, st in zip(self.shape, self.strides))
+            need = self.offset + 1 + sum((s - 1) * st for s, st in
+                                         zip(self.shape, self.strides))
         data = obj.get("data")
         if isinstance(data, dict):              # {"repeat": [...], "count": N}
             pat = [parse_hex(h, self.dtype, where + ".data.repeat")
@@ -229,10 +235,11 @@ class Tensor:
     def elements(self):
         """The elements in row-major order (bit patterns)."""
         if not self.strided:
-            return list(self.storage)
+            return list(self.storage[self.offset:])
         out = []
         for idx in indices(self.shape):
-            out.append(self.storage[sum(i * s for i, s in zip(idx, self.strides))])
+            out.append(self.storage[self.offset + sum(
+                i * s for i, s in zip(idx, self.strides))])
         return out
 
 
@@ -878,6 +885,13 @@ def run_fusion(impl, f, tensors, enable, disable):
     Runtime.check_inputs(f, tensors)
     nodes = contract(f, disable)
     shapes = Runtime.shapes(nodes, f, tensors)
+    # [opt.conflict.fallback]: the default matmul path is the library
+    # fallback; disable=fallback turns it into an error
+    if "fallback" in disable and "fuse_matmul" not in enable and \
+            "matmul_expr_eval" not in disable and \
+            any(n.op == "matmul" for n in nodes):
+        raise ExecError("KILN_ERR_FALLBACK_DISABLED", "matmul needs the "
+                        "library fallback path under disable=fallback")
     ins = [(t.dtype, t.shape, t.elements()) for t in tensors]
     outs = impl.evaluate(nodes, f.outputs, ins, shapes, enable)
     return [(nodes[o].dtype, shapes[o], bits) for o, bits in zip(f.outputs, outs)]

@@ -9,6 +9,7 @@ import json
 import re
 
 import catalogue
+import rules
 from check_vectors import parse_kf
 
 SUITE = "kiln-conformance"
@@ -94,6 +95,10 @@ class VectorFile:
                                % (f, self.category))
         test.setdefault("flags", [])
         test["flags"] = sorted(set(test["flags"]))
+        test["rules"] = rules.derive(self.category, test)
+        if not test["rules"]:
+            raise ValueError("%s: test %r traces no rule (testgen/rules.py)"
+                             % (self.category, test.get("comment")))
         self.group(type_, group_comment)["tests"].append(test)
 
     def count(self):
