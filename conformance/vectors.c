@@ -1067,8 +1067,13 @@ static int v_cache(vstate *v, const json_t *t)
                                        "fusion", "env", "steps", "threads",
                                        "concurrent", "capacities", NULL};
     static const char *const cap_keys[] = {"plan", "kernel", NULL};
-    static const char *const step_keys[] = {"enable", "disable", "inputs",
-                                            "outputs", "expect", "pass", NULL};
+    static const char *const step_keys[] = {"action", "enable", "disable",
+                                            "inputs", "outputs", "expect",
+                                            "pass", NULL};
+    static const char *const cache_actions[] = {"execute", "setenv", "reload",
+                                                NULL};
+    static const char *const setenv_keys[] = {"action", "env", NULL};
+    static const char *const reload_keys[] = {"action", NULL};
     static const char *const expect_keys[] = {"plan", "kernels", "compiles",
                                               "db", NULL};
     static const char *const db_outcomes[] = {"none",    "hit",     "miss",
@@ -1093,14 +1098,32 @@ static int v_cache(vstate *v, const json_t *t)
                     "\"concurrent\": true");
     if (json_array_size(steps) == 0)
         return cf_fail(v->err, v->cap, "steps: must list at least one step");
+    size_t n_exec = 0;
     for (size_t i = 0; i < json_array_size(steps); i++) {
         const json_t *s = json_array_get(steps, i), *ex;
+        const char *action = NULL;
         char w[48], f[96];
         snprintf(w, sizeof w, "steps[%zu]", i);
         field(f, sizeof f, w, "expect");
         if (!json_is_object(s))
             return cf_fail(v->err, v->cap, "%s: must be an object, not %s", w,
                         jtype(s));
+        /* "action": "setenv" {"env"} / "reload": environment changes in
+        ** the one context (not in concurrent tests); absent or "execute":
+        ** an execute step */
+        if (v_string(v, s, w, "action", 0, cache_actions, &action))
+            return 1;
+        if (action != NULL && strcmp(action, "execute") != 0) {
+            if (json_is_true(conc))
+                return cf_fail(v->err, v->cap, "%s.action: '%s' is not "
+                               "allowed in a concurrent test", w, action);
+            if (action[0] == 's' ? v_keys(v, s, w, setenv_keys) ||
+                                       v_env(v, s, w, "env", 1)
+                                 : v_keys(v, s, w, reload_keys))
+                return 1;
+            continue;
+        }
+        n_exec++;
         if (v_keys(v, s, w, step_keys) || v_strings(v, s, w, "enable", 0) ||
             v_strings(v, s, w, "disable", 0) ||
             v_tensors(v, s, w, "inputs", 1, 0, 1) ||
@@ -1114,7 +1137,10 @@ static int v_cache(vstate *v, const json_t *t)
             v_string(v, ex, f, "db", 0, db_outcomes, NULL))
             return 1;
     }
-    v->cost->executes = (int64_t)json_array_size(steps) * threads;
+    if (n_exec == 0)
+        return cf_fail(v->err, v->cap, "steps: must list at least one "
+                       "execute step");
+    v->cost->executes = (int64_t)n_exec * threads;
     return 0;
 }
 

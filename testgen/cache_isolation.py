@@ -50,6 +50,9 @@ NOTES = {
     "Lru": "Small cache capacities (\"capacities\"): the least recently "
            "used entry is evicted; a step after the eviction hits the "
            "recently used entry and misses the evicted one.",
+    "Reload": "setenv steps change the environment strings, reload steps "
+              "take a new snapshot in the same context: kernel-level, "
+              "dump, none-level and plan-level changes.",
     "Align": "An input placed \"offset\" elements into its storage: not "
              "16-byte aligned is a new input signature (plan miss); "
              "aligned again hits.",
@@ -120,8 +123,24 @@ class Seq:
     def __init__(self, graph, env=None):
         self.g = graph
         self.env = env or {}
+        self.env0 = dict(self.env)   # the test's "env" (before reloads)
+        self.pending = dict(self.env)
         self.steps = []
         self.period = 61
+
+    def setenv(self, **env):
+        """A setenv step: new environment strings (None = unset); no effect
+        until a reload."""
+        self.pending = dict({"enable": None, "disable": None, "dump": None},
+                            **env)
+        self.steps.append({"action": "setenv", "env": dict(self.pending)})
+        return self
+
+    def reload(self):
+        """A reload step: the context takes the strings of the last setenv."""
+        self.env = {k: v for k, v in self.pending.items() if v is not None}
+        self.steps.append({"action": "reload"})
+        return self
 
     def step(self, enable, disable, inputs, expect, check=None,
              shapes=None, strides=None, period=None, pass_=None,
@@ -183,9 +202,9 @@ def build():
              "fusion": seq.g.text(), "steps": seq.steps}
         if capacities:
             t["capacities"] = dict(capacities)
-        if seq.env:
+        if seq.env0:
             t["env"] = dict({"enable": None, "disable": None, "dump": None},
-                            **seq.env)
+                            **seq.env0)
         if threads:
             t["threads"] = threads
             t["concurrent"] = True
@@ -331,6 +350,30 @@ def build():
     s.step([], ["fma"], ins, KMISS)
     add("none-level options", "KILN_DUMP does not enter any key",
         ["NoneLevel", "Env"], s)
+
+    # ---------------------------------------------- reload in one context
+    for dt in ("f32", "f64"):
+        a, b, c = flaw_inputs(rng, dt, 20)
+        ins = [(dt, [20], a), (dt, [20], b), (dt, [20], c)]
+        s = Seq(fma_graph(dt))
+        s.step([], [], ins, dict(MISS, compiles=1))
+        s.setenv(disable="fma")
+        s.step([], [], ins, HITS)          # no effect before the reload
+        s.reload()
+        s.step([], [], ins, dict(KMISS, compiles=1))
+        s.setenv(disable="fma", dump="options,cache,fusion_ir,launch_params")
+        s.reload()
+        s.step([], [], ins, HITS)          # dumps are in neither key
+        s.setenv(enable="kernel_profile")
+        s.reload()
+        s.step([], [], ins, HITS)          # back to contracted, cached
+        s.setenv(disable="kernel_reuse")
+        s.reload()
+        s.step([], [], ins, {"plan": "miss", "kernels": "any"})
+        add("reload", "%s a*b+c: setenv has no effect until a reload; a "
+            "reload changes the kernel, a dump or none-level change "
+            "recompiles nothing, a plan-level one misses the plan" % dt,
+            ["Reload", "NoneLevel", "KernelLevel", "PlanLevel", "Return"], s)
 
     # ---------------------------------------------- LRU eviction
     # plan cache of 2: A, B, A again (A most recent), C evicts B, not A

@@ -935,10 +935,18 @@ def run_numerics(impl, test):
 
 def run_cache(impl, test):
     f = parse_kf(test["fusion"])
-    env = test.get("env") or {}
+    env = dict(test.get("env") or {})
     env_en, env_dis = option_names(env.get("enable")), option_names(env.get("disable"))
     stats = []
     for s, step in enumerate(test["steps"]):
+        # "setenv" changes the strings, "reload" takes a new snapshot
+        if step.get("action") == "setenv":
+            env = dict(step["env"])
+            continue
+        if step.get("action") == "reload":
+            env_en = option_names(env.get("enable"))
+            env_dis = option_names(env.get("disable"))
+            continue
         tensors = [Tensor(t, "steps[%d].inputs[%d]" % (s, i))
                    for i, t in enumerate(step["inputs"])]
         try:

@@ -96,9 +96,10 @@ def _cache(test, flags):
         return r
     opts = [(tuple(s.get("enable", [])), tuple(s.get("disable", [])))
             for s in st]
-    shapes = [tuple(tuple(x["shape"]) for x in s["inputs"]) for s in st]
-    strides = [tuple(tuple(x.get("strides") or ()) for x in s["inputs"])
-               for s in st]
+    shapes = [tuple(tuple(x["shape"]) for x in s.get("inputs", []))
+              for s in st]
+    strides = [tuple(tuple(x.get("strides") or ()) for x in
+                     s.get("inputs", [])) for s in st]
 
     def first(pred):
         ix = _steps(test, pred)
@@ -178,6 +179,25 @@ def _cache(test, flags):
         i = first(lambda i, s: "db" in _exp(s))
         if i is not None:
             r["cache.kernel_db"] = _cache_outcome(test, i, ("db",))
+    if "Reload" in flags:
+        rel = [i for i, s in enumerate(st) if s.get("action") == "reload"]
+        ex = [i for i, s in enumerate(st) if "expect" in s]
+        # a setenv before any reload changes nothing: the step after it hits
+        pre = [i for i in ex if i > 0 and i < rel[0] and
+               _exp(st[i]).get("kernels") == "hit"]
+        post = [i for i in ex if i > rel[0] and
+                _exp(st[i]).get("kernels") == "miss"]
+        r["env.reload"] = "; ".join(
+            [_cache_outcome(test, i, ("kernels", "compiles"))
+             for i in pre[:1] + post[:1]])
+        for k in rel:
+            env = st[k - 1].get("env", {}) if k > 0 else {}
+            nxt = [i for i in ex if i > k]
+            if env.get("dump") and nxt and \
+                    _exp(st[nxt[0]]).get("compiles") == 0:
+                r["cache.key.none"] = _cache_outcome(
+                    test, nxt[0], ("plan", "kernels", "compiles"))
+                break
     if "Lru" in flags:
         # the last step misses what was evicted; the one before hits what a
         # FIFO would have evicted

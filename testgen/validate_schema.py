@@ -439,11 +439,26 @@ def _cache(t, _, test):
     steps = _typed(t, "steps", "", list)
     if not steps:
         raise Bad("steps: must list at least one step")
+    n_exec = 0
     for i, s in enumerate(steps):
         w = "steps[%d]" % i
         if not isinstance(s, dict):
             raise Bad("%s: must be an object, not %s" % (w, _jtype(s)))
-        _keys(s, ("enable", "disable", "inputs", "outputs", "expect", "pass"), w)
+        action = _str(s, "action", w, required=False,
+                      allowed=("execute", "setenv", "reload"))
+        if action in ("setenv", "reload"):
+            if conc:
+                raise Bad("%s.action: %r is not allowed in a concurrent "
+                          "test" % (w, action))
+            if action == "setenv":
+                _keys(s, ("action", "env"), w)
+                _env(s, "env", w, required=True)
+            else:
+                _keys(s, ("action",), w)
+            continue
+        n_exec += 1
+        _keys(s, ("action", "enable", "disable", "inputs", "outputs",
+                  "expect", "pass"), w)
         _strings(s, "enable", w)
         _strings(s, "disable", w)
         _inputs_fit(t, test.tensors(s, "inputs", w, 0), w + ".")
@@ -456,6 +471,8 @@ def _cache(t, _, test):
         _str(ex, "db", w + ".expect", required=False,
              allowed=("none", "hit", "miss", "stored", "corrupt", "refused"))
         _int(s, "pass", w, 1, 2, required=False)
+    if not n_exec:
+        raise Bad("steps: must list at least one execute step")
 
 
 def _numerics(t, result, test):
