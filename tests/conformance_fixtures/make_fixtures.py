@@ -168,6 +168,10 @@ dump('malformed/cache.isolation.json', 'cache.isolation', {"FmaFlaw": "x", "Conc
   with_(with_(c1, ['steps', 0, 'expect', 'plna'], "hit"), ['steps', 0, 'expect', 'plan'], DEL),
   with_(c1, ['steps', 0, 'expect', 'kernels'], "hits"),
   with_(c1, ['steps', 0, 'expect', 'compiles'], -1),
+  with_(c1, ['capacities'], {"plan": 0, "kernel": 4}),
+  with_(cache[1], ['steps', 0], {"action": "reload"}),
+  with_(c1, ['steps', 0], {"action": "setenv"}),
+  with_(c1, ['rules'], {"Cache": "x"}),
  ])}])
 n1 = num[0]
 dump('malformed/numerics.json', 'numerics', {"SignedZero": "x"}, [{"type": "Numerics", "comment": "malformed", "tests": retag([
@@ -183,6 +187,8 @@ dump('malformed/numerics.json', 'numerics', {"SignedZero": "x"}, [{"type": "Nume
   with_(n1, ['outputs', 0, 'check'], {"kind": "ulp", "max": "2"}),
   with_(n1, ['outputs', 0, 'check'], {"kind": "exact", "bounds": [f64(1)]}),
   with_(n1, ['inputs'], n1['inputs'][:1]),
+  with_(n1, ['inputs', 0, 'offset'], -1),
+  with_(n1, ['rules'], {"num.exact": ""}),
  ])}])
 p1 = {"tcId": 1, "comment": "x", "flags": [], "result": "invalid", "source": "env", "set": "enable",
       "input": "nope", "error": {"kind": "unknown", "offset": 0, "token": "nope"}}
