@@ -480,6 +480,7 @@ help:
 	@echo "make test-python  the Python frontend's tests (PYTHON_SYS=$(PYTHON_SYS))"
 	@echo "make conform    the conformance suite on the default backend"
 	@echo "make testgen    regenerate conformance/vectors"
+	@echo "make spec-coverage  every contract rule id has a test that can fail (rule x test matrix)"
 	@echo "make fuzz       libFuzzer on the option parser (FUZZ_SECONDS=60)"
 	@echo "make fuzz-kf    libFuzzer on the .kf parser/printer round trip"
 	@echo "make fuzz-kdb   libFuzzer on the kernel database's entry reader"
