@@ -364,6 +364,10 @@ def _precedence(test, flags):
     return r
 
 
+DERIVED = ("options.parse", "options.precedence", "cache.isolation",
+           "numerics", "differential")
+
+
 def derive(category, test, flags=None):
     """The {rule id: outcome} of `test` (see the module docstring)."""
     flags = set(test.get("flags", [])) if flags is None else set(flags)
