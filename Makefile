@@ -63,7 +63,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
         test-verdict check-vectors \
         check-cuda-headers test-cli fuzz-npy fuzz-vectors test-python fuzz-kdb \
         uninstall clean help fuzz coverage conform bench gpu-bundle \
-        docs-check testgen testgen-check mutants nvrtc-check valgrind examples
+        docs-check testgen testgen-check spec-coverage mutants nvrtc-check valgrind examples
 
 all: lib cli
 
@@ -178,6 +178,7 @@ test:
 	$(MAKE) docs-check
 	$(MAKE) ci-check
 	$(MAKE) testgen-check
+	$(MAKE) spec-coverage
 	$(MAKE) test-unit
 	$(MAKE) test-cli
 	$(MAKE) test-python
@@ -320,6 +321,11 @@ fuzz-trigger:
 testgen:
 	@if [ -f testgen/generate.py ]; then $(PYTHON) testgen/generate.py --out conformance/vectors; \
 	 else echo "testgen: not present yet"; fi
+
+# Every rule id of the contract docs has a test that can fail; prints the
+# rule x test matrix (docs/conformance.md, "Rule ids").
+spec-coverage:
+	$(PYTHON) testgen/spec_coverage.py
 
 testgen-check:
 	@if [ -f testgen/generate.py ]; then $(PYTHON) testgen/generate.py --check conformance/vectors; \
@@ -484,6 +490,7 @@ help:
 	@echo "make test-python  the Python frontend's tests (PYTHON_SYS=$(PYTHON_SYS))"
 	@echo "make conform    the conformance suite on the default backend"
 	@echo "make testgen    regenerate conformance/vectors"
+	@echo "make spec-coverage  every contract rule id has a test that can fail (rule x test matrix)"
 	@echo "make fuzz       libFuzzer on the option parser (FUZZ_SECONDS=60)"
 	@echo "make fuzz-kf    libFuzzer on the .kf parser/printer round trip"
 	@echo "make fuzz-kdb   libFuzzer on the kernel database's entry reader"

@@ -319,7 +319,8 @@ static int use_device(kiln_context *ctx)
 
 /* Wrap decoded tensors into Kiln tensors.  On a device backend: a
 ** contiguous input is a device tensor written with kiln_tensor_write; a
-** strided one is a device view (borrowed pointer) over a 1-D device tensor
+** strided or offset one ("offset") is a device view (borrowed pointer) over
+** a 1-D device tensor
 ** holding the stored elements as they are.  On a host backend: host
 ** tensors borrowing the decoded storage. */
 static int wrap_inputs(kiln_context *ctx, inputs *in, cf_outcome *o)
@@ -335,7 +336,7 @@ static int wrap_inputs(kiln_context *ctx, inputs *in, cf_outcome *o)
         cf_tensor *h = &in->host[i];
         size_t es = kiln_dtype_size(h->dtype);
         kiln_status st;
-        if (dev && !h->strided) {
+        if (dev && !h->strided && h->offset == 0) {
             st = kiln_tensor_create(ctx, h->dtype, h->rank, h->shape, NULL,
                                     KILN_MEM_DEVICE, NULL, &in->t[i]);
             if (st == KILN_OK)
@@ -350,12 +351,14 @@ static int wrap_inputs(kiln_context *ctx, inputs *in, cf_outcome *o)
             if (st == KILN_OK)
                 st = kiln_tensor_create(ctx, h->dtype, h->rank, h->shape,
                                         h->strides, KILN_MEM_DEVICE,
-                                        kiln_tensor_data(in->base[i]),
+                                        (unsigned char *)kiln_tensor_data(
+                                            in->base[i]) + h->offset * es,
                                         &in->t[i]);
         } else {
             st = kiln_tensor_create(ctx, h->dtype, h->rank, h->shape,
                                     h->strided ? h->strides : NULL,
-                                    KILN_MEM_HOST, h->data, &in->t[i]);
+                                    KILN_MEM_HOST, h->data + h->offset * es,
+                                    &in->t[i]);
         }
         if (st != KILN_OK) {
             failf(o, "inputs[%zu]: creating the tensor failed: %s: %s", i,
@@ -556,13 +559,20 @@ static void check_outputs(kiln_context *ctx, kiln_tensor *const *outs,
 
 /* ---------------------------------------------------------------- context */
 
-static kiln_status make_context(const cf_target *tg, const char *en,
-                                const char *dis, const char *dump,
-                                int override, kiln_context **ctx)
+/* plan_cap, kernel_cap: the cache capacities (0 = the defaults). */
+/* prejoined: en already ends in ",kernel_db" under --serde (the caller
+** owns the strings for the context's life: cache tests that reload). */
+static kiln_status make_context_caps(const cf_target *tg, const char *en,
+                                     const char *dis, const char *dump,
+                                     int override, size_t plan_cap,
+                                     size_t kernel_cap, int prejoined,
+                                     kiln_context **ctx)
 {
     kiln_context_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.struct_size = sizeof cfg;
+    cfg.plan_cache_capacity = plan_cap;
+    cfg.kernel_cache_capacity = kernel_cap;
     cfg.backend = tg->backend;
     cfg.device = tg->device;
     cfg.use_env_override = override;
@@ -574,7 +584,7 @@ static kiln_status make_context(const cf_target *tg, const char *en,
     /* --serde: the kernel database for every context of the test (a
     ** none-level option: no key changes, nothing else the test sees) */
     char *joined = NULL;
-    if (tg->serde != NULL && override) {
+    if (tg->serde != NULL && override && !prejoined) {
         size_t n = en ? strlen(en) : 0;
         joined = malloc(n + sizeof ",kernel_db");
         if (joined == NULL)
@@ -586,6 +596,13 @@ static kiln_status make_context(const cf_target *tg, const char *en,
     kiln_status st = kiln_context_create(&cfg, ctx);
     free(joined);
     return st;
+}
+
+static kiln_status make_context(const cf_target *tg, const char *en,
+                                const char *dis, const char *dump,
+                                int override, kiln_context **ctx)
+{
+    return make_context_caps(tg, en, dis, dump, override, 0, 0, 0, ctx);
 }
 
 /* Destroy a context made by make_context; --serde first adds its counters
@@ -964,6 +981,8 @@ typedef struct cstep {
     const json_t *outputs;
     const json_t *expect;
     int skip;      /* --serde: a step of the other pass */
+    int action;    /* 0 execute, 1 setenv (env), 2 reload */
+    const json_t *env;
 } cstep;
 
 typedef struct cshared {
@@ -975,7 +994,24 @@ typedef struct cshared {
     pthread_mutex_t lock;
     cf_outcome *o;
     int thread;
+    char *envbuf[3];  /* the strings the context reads (setenv/reload) */
+    size_t envcap;
+    int serde;        /* append ",kernel_db" to the enable string */
 } cshared;
+
+/* Write env (an object of strings or null; null/absent = "") into the
+** buffers the context keeps; under --serde the enable string ends in
+** ",kernel_db" as make_context would join it. */
+static void set_env_strings(cshared *sh, const json_t *env)
+{
+    for (int i = 0; i < 3; i++) {
+        const json_t *j = env ? json_object_get(env, env_keys[i]) : NULL;
+        const char *v = json_is_string(j) ? json_string_value(j) : "";
+        snprintf(sh->envbuf[i], sh->envcap, "%s%s%s", v,
+                 i == 0 && sh->serde && v[0] ? "," : "",
+                 i == 0 && sh->serde ? "kernel_db" : "");
+    }
+}
 
 typedef struct cthread {
     cshared *sh;
@@ -992,6 +1028,17 @@ static void cache_step(cshared *sh, size_t i, int check_hits, int thread,
     char where[48];
     if (s->skip)
         return;
+    if (s->action == 1) {
+        set_env_strings(sh, s->env);
+        return;
+    }
+    if (s->action == 2) {
+        kiln_status rs = kiln_context_reload_env(sh->ctx);
+        if (rs != KILN_OK)
+            failf(o, "step %zu: kiln_context_reload_env: %s: %s", i,
+                  kiln_status_name(rs), kiln_last_error());
+        return;
+    }
     if (thread >= 0)
         snprintf(where, sizeof where, "thread %d step %zu: ", thread, i);
     else
@@ -1126,10 +1173,53 @@ static void run_cache(const cf_target *tg, const cf_test *t, cf_outcome *o)
         return;
     sh.f = f;
     sh.n_outs = fusion_outputs(f);
-    kiln_status st = make_context(tg, ev[0], ev[1], ev[2], 1, &sh.ctx);
+    /* "capacities" (optional): {"plan": N, "kernel": N}, validated */
+    const json_t *caps = json_object_get(t->json, "capacities");
+    size_t cap[2] = {0, 0};
+    for (int i = 0; i < 2 && caps != NULL; i++) {
+        const json_t *c = json_object_get(caps, i ? "kernel" : "plan");
+        cap[i] = json_is_integer(c) ? (size_t)json_integer_value(c) : 0;
+    }
+    /* setenv/reload steps: the context reads buffers this test owns, big
+    ** enough for every string the test sets (unset = "": no options) */
+    int env_steps = 0;
+    size_t longest = 0;
+    for (size_t i = 0; i < json_array_size(steps); i++) {
+        const json_t *sj = json_array_get(steps, i);
+        const json_t *se = json_object_get(sj, "env");
+        const char *act = json_string_value(json_object_get(sj, "action"));
+        env_steps |= act != NULL && strcmp(act, "execute") != 0;
+        for (int k = 0; k < 3; k++) {
+            const json_t *j = se ? json_object_get(se, env_keys[k]) : NULL;
+            if (json_is_string(j) && json_string_length(j) > longest)
+                longest = json_string_length(j);
+        }
+    }
+    for (int k = 0; env_steps && k < 3; k++)
+        if (ev[k] && strlen(ev[k]) > longest)
+            longest = strlen(ev[k]);
+    kiln_status st = KILN_OK;
+    if (env_steps) {
+        sh.envcap = longest + sizeof ",kernel_db";
+        sh.serde = tg->serde != NULL;
+        for (int k = 0; k < 3; k++)
+            if ((sh.envbuf[k] = calloc(1, sh.envcap)) == NULL)
+                st = KILN_ERR_NO_MEMORY;
+        if (st == KILN_OK) {
+            set_env_strings(&sh, env);
+            st = make_context_caps(tg, sh.envbuf[0], sh.envbuf[1],
+                                   sh.envbuf[2], 1, cap[0], cap[1], 1,
+                                   &sh.ctx);
+        }
+    } else {
+        st = make_context_caps(tg, ev[0], ev[1], ev[2], 1, cap[0], cap[1], 0,
+                               &sh.ctx);
+    }
     if (st != KILN_OK) {
         failf(o, "kiln_context_create: %s: %s", kiln_status_name(st),
               kiln_last_error());
+        for (int k = 0; k < 3; k++)
+            free(sh.envbuf[k]);
         kiln_fusion_destroy(f);
         return;
     }
@@ -1144,6 +1234,12 @@ static void run_cache(const cf_target *tg, const cf_test *t, cf_outcome *o)
         built = i + 1;
         char wp[40];
         snprintf(wp, sizeof wp, "%s.", w);
+        const char *act = json_string_value(json_object_get(s, "action"));
+        if (act != NULL && strcmp(act, "execute") != 0) { /* validated */
+            sh.steps[i].action = strcmp(act, "setenv") == 0 ? 1 : 2;
+            sh.steps[i].env = json_object_get(s, "env");
+            continue;
+        }
         /* "pass": 1 or 2 -- with --serde the step runs in that pass only
         ** (its options change between the two runs); otherwise always */
         const json_t *pj = json_object_get(s, "pass");
@@ -1205,6 +1301,8 @@ static void run_cache(const cf_target *tg, const cf_test *t, cf_outcome *o)
     }
     free(sh.steps);
     done_context(tg, sh.ctx);
+    for (int k = 0; k < 3; k++) /* after the context that read them */
+        free(sh.envbuf[k]);
     kiln_fusion_destroy(f);
 }
 

@@ -103,12 +103,13 @@ typedef struct cf_tensor {
     int64_t shape[KILN_MAX_RANK];
     int64_t strides[KILN_MAX_RANK];
     int strided;           /* "strides" was given */
+    size_t offset;         /* "offset": elements before element 0 */
     size_t numel;
     size_t storage;        /* elements in data */
     unsigned char *data;
 } cf_tensor;
 
-/* Decode {"dtype","shape","strides"?,"data"} at JSON path `where`.  With
+/* Decode {"dtype","shape","strides"?,"offset"?,"data"} at JSON path `where`.  With
 ** need_data = 0 "data" may be absent (differential inputs).  On error
 ** non-zero, err names the path ("inputs[1].data[3]: ..."), *t untouched. */
 int cf_tensor_from_json(const json_t *j, const char *where, int need_data,

@@ -520,7 +520,17 @@ static int tensor_shape(const json_t *j, const char *where, cf_tensor *t,
                             where);
         }
     }
+    /* "offset" (inputs): storage elements before element 0, so a vector
+    ** can place an input at any address: an offset view, or one that is
+    ** not 16-byte aligned (docs/conformance.md, "Tensors") */
+    const json_t *off = json_object_get(j, "offset");
+    if (off != NULL && (!json_is_integer(off) || json_integer_value(off) < 0 ||
+                        json_integer_value(off) > CF_MAX_ELEMENTS))
+        return cf_fail(err, cap, "%s: 'offset' must be an integer in "
+                       "0..%lld", where, (long long)CF_MAX_ELEMENTS);
+    t->offset = off != NULL ? (size_t)json_integer_value(off) : 0;
     if (kiln_ckd_extent(t->rank, t->shape, t->strides, &storage) ||
+        kiln_ckd_add(storage, (int64_t)t->offset, &storage) ||
         storage > CF_MAX_ELEMENTS)
         return cf_fail(err, cap, "%s: storage too large (at most %lld "
                     "elements per tensor)", where, (long long)CF_MAX_ELEMENTS);
@@ -610,7 +620,7 @@ void cf_tensor_gather(const cf_tensor *t, void *dst)
     int64_t idx[KILN_MAX_RANK] = {0};
     size_t esz = kiln_dtype_size(t->dtype);
     for (size_t k = 0; k < t->numel; k++) {
-        size_t off = 0;
+        size_t off = t->offset;
         for (int i = 0; i < t->rank; i++)
             off += (size_t)idx[i] * (size_t)t->strides[i];
         memcpy((unsigned char *)dst + k * esz, t->data + off * esz, esz);
@@ -679,6 +689,8 @@ static int v_keys(vstate *v, const json_t *obj, const char *where,
     json_t *val;
     json_object_foreach((json_t *)obj, k, val) {
         size_t i = 0;
+        if (*where == '\0' && strcmp(k, "rules") == 0)
+            continue; /* every category: checked by v_rules */
         while (keys[i] && strcmp(keys[i], k) != 0)
             i++;
         if (keys[i] == NULL) {
@@ -883,10 +895,10 @@ static int v_charge(vstate *v, const char *where, int64_t n, int64_t times)
 static int v_tensor(vstate *v, const json_t *j, const char *where, int kind,
                     int64_t times)
 {
-    static const char *const keys[3][5] = {
-        {"dtype", "shape", "strides", "data", NULL},
-        {"dtype", "shape", "data", "check", NULL},
-        {"dtype", "shape", "dist", NULL, NULL}};
+    static const char *const keys[3][6] = {
+        {"dtype", "shape", "strides", "offset", "data", NULL},
+        {"dtype", "shape", "data", "check", NULL, NULL},
+        {"dtype", "shape", "dist", NULL, NULL, NULL}};
     cf_tensor t;
     if (!json_is_object(j))
         return cf_fail(v->err, v->cap, "%s: must be a tensor object, not %s",
@@ -1053,9 +1065,15 @@ static int v_cache(vstate *v, const json_t *t)
 {
     static const char *const keys[] = {"tcId", "comment", "flags", "result",
                                        "fusion", "env", "steps", "threads",
-                                       "concurrent", NULL};
-    static const char *const step_keys[] = {"enable", "disable", "inputs",
-                                            "outputs", "expect", "pass", NULL};
+                                       "concurrent", "capacities", NULL};
+    static const char *const cap_keys[] = {"plan", "kernel", NULL};
+    static const char *const step_keys[] = {"action", "enable", "disable",
+                                            "inputs", "outputs", "expect",
+                                            "pass", NULL};
+    static const char *const cache_actions[] = {"execute", "setenv", "reload",
+                                                NULL};
+    static const char *const setenv_keys[] = {"action", "env", NULL};
+    static const char *const reload_keys[] = {"action", NULL};
     static const char *const expect_keys[] = {"plan", "kernels", "compiles",
                                               "db", NULL};
     static const char *const db_outcomes[] = {"none",    "hit",     "miss",
@@ -1069,19 +1087,43 @@ static int v_cache(vstate *v, const json_t *t)
         v_int(v, t, "", "threads", json_is_true(conc), 1, 64, &threads) ||
         v_typed(v, t, "", "steps", 1, JSON_ARRAY, &steps))
         return 1;
+    const json_t *caps = NULL;
+    if (v_typed(v, t, "", "capacities", 0, JSON_OBJECT, &caps) ||
+        (caps && (v_keys(v, caps, "capacities", cap_keys) ||
+                  v_int(v, caps, "capacities", "plan", 1, 1, 1 << 20, NULL) ||
+                  v_int(v, caps, "capacities", "kernel", 1, 1, 1 << 20, NULL))))
+        return 1;
     if (!json_is_true(conc) && json_object_get(t, "threads") != NULL)
         return cf_fail(v->err, v->cap, "threads: applies only with "
                     "\"concurrent\": true");
     if (json_array_size(steps) == 0)
         return cf_fail(v->err, v->cap, "steps: must list at least one step");
+    size_t n_exec = 0;
     for (size_t i = 0; i < json_array_size(steps); i++) {
         const json_t *s = json_array_get(steps, i), *ex;
+        const char *action = NULL;
         char w[48], f[96];
         snprintf(w, sizeof w, "steps[%zu]", i);
         field(f, sizeof f, w, "expect");
         if (!json_is_object(s))
             return cf_fail(v->err, v->cap, "%s: must be an object, not %s", w,
                         jtype(s));
+        /* "action": "setenv" {"env"} / "reload": environment changes in
+        ** the one context (not in concurrent tests); absent or "execute":
+        ** an execute step */
+        if (v_string(v, s, w, "action", 0, cache_actions, &action))
+            return 1;
+        if (action != NULL && strcmp(action, "execute") != 0) {
+            if (json_is_true(conc))
+                return cf_fail(v->err, v->cap, "%s.action: '%s' is not "
+                               "allowed in a concurrent test", w, action);
+            if (action[0] == 's' ? v_keys(v, s, w, setenv_keys) ||
+                                       v_env(v, s, w, "env", 1)
+                                 : v_keys(v, s, w, reload_keys))
+                return 1;
+            continue;
+        }
+        n_exec++;
         if (v_keys(v, s, w, step_keys) || v_strings(v, s, w, "enable", 0) ||
             v_strings(v, s, w, "disable", 0) ||
             v_tensors(v, s, w, "inputs", 1, 0, 1) ||
@@ -1095,7 +1137,10 @@ static int v_cache(vstate *v, const json_t *t)
             v_string(v, ex, f, "db", 0, db_outcomes, NULL))
             return 1;
     }
-    v->cost->executes = (int64_t)json_array_size(steps) * threads;
+    if (n_exec == 0)
+        return cf_fail(v->err, v->cap, "steps: must list at least one "
+                       "execute step");
+    v->cost->executes = (int64_t)n_exec * threads;
     return 0;
 }
 
@@ -1273,6 +1318,40 @@ static int v_differential(vstate *v, const json_t *t)
     return 0;
 }
 
+/* "rules" (optional, every category): {rule id: outcome}, an id being
+** dot-separated words of [a-z0-9_] (at least two), an outcome a non-empty
+** string.  Which ids exist is testgen/spec_coverage.py's business: the
+** runner does not read the docs (docs/conformance.md, "Rule ids"). */
+static int v_rules(vstate *v, const json_t *t)
+{
+    const json_t *r = json_object_get(t, "rules"), *val;
+    const char *k;
+    if (r == NULL)
+        return 0;
+    if (!json_is_object(r))
+        return cf_fail(v->err, v->cap, "rules: must be an object, not %s",
+                       jtype(r));
+    json_object_foreach((json_t *)r, k, val) {
+        size_t n = strlen(k), dots = 0;
+        int ok = n > 0 && n <= 64 && k[0] != '.' && k[n - 1] != '.';
+        for (size_t i = 0; ok && i < n; i++) {
+            char c = k[i];
+            if (c == '.')
+                ok = k[i + 1] != '.', dots++;
+            else
+                ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                     c == '_';
+        }
+        if (!ok || dots == 0)
+            return cf_fail(v->err, v->cap, "rules: '%.64s' is not a rule id "
+                           "(area.name: lower-case words joined by dots)", k);
+        if (!json_is_string(val) || json_string_length(val) == 0)
+            return cf_fail(v->err, v->cap, "rules.%s: the outcome must be a "
+                           "non-empty string", k);
+    }
+    return 0;
+}
+
 int cf_test_validate(const char *category, const json_t *test, cf_cost *cost,
                      char *err, size_t cap)
 {
@@ -1281,7 +1360,8 @@ int cf_test_validate(const char *category, const json_t *test, cf_cost *cost,
     memset(cost, 0, sizeof *cost);
     if (!json_is_object(test))
         return cf_fail(err, cap, "the test must be an object");
-    if (cf_json_string(test, "result", "test", &result, err, cap))
+    if (cf_json_string(test, "result", "test", &result, err, cap) ||
+        v_rules(&v, test))
         return 1;
     if (strcmp(category, "options.parse") == 0)
         return v_parse(&v, test, result);

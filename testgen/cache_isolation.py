@@ -45,6 +45,20 @@ NOTES = {
     "Concurrent": "Steps run concurrently by several threads on one context; "
                   "outputs checked, hit/miss not checked.",
     "Matmul": "Matmul paths chosen by plan-level options.",
+    "NvrtcCaching": "disable=nvrtc_caching: every call compiles (a kernel "
+                    "miss and one compile), the cached kernel stays cached "
+                    "and the fresh one is not cached.",
+    "Lru": "Small cache capacities (\"capacities\"): the least recently "
+           "used entry is evicted; a step after the eviction hits the "
+           "recently used entry and misses the evicted one.",
+    "Reload": "setenv steps change the environment strings, reload steps "
+              "take a new snapshot in the same context: kernel-level, "
+              "dump, none-level and plan-level changes.",
+    "Align": "An input placed \"offset\" elements into its storage: not "
+             "16-byte aligned is a new input signature (plan miss); "
+             "aligned again hits.",
+    "Size1": "An ordinary axis becomes size 1: a new input signature, a "
+             "plan miss.",
     "MultiSegment": "A fusion with several segments.",
     "Serde": "Kernel database (kiln conform --serde): a step with \"pass\" "
              "runs only in that process of the round trip (in order with "
@@ -110,11 +124,28 @@ class Seq:
     def __init__(self, graph, env=None):
         self.g = graph
         self.env = env or {}
+        self.env0 = dict(self.env)   # the test's "env" (before reloads)
+        self.pending = dict(self.env)
         self.steps = []
         self.period = 61
 
+    def setenv(self, **env):
+        """A setenv step: new environment strings (None = unset); no effect
+        until a reload."""
+        self.pending = dict({"enable": None, "disable": None, "dump": None},
+                            **env)
+        self.steps.append({"action": "setenv", "env": dict(self.pending)})
+        return self
+
+    def reload(self):
+        """A reload step: the context takes the strings of the last setenv."""
+        self.env = {k: v for k, v in self.pending.items() if v is not None}
+        self.steps.append({"action": "reload"})
+        return self
+
     def step(self, enable, disable, inputs, expect, check=None,
-             shapes=None, strides=None, period=None, pass_=None):
+             shapes=None, strides=None, period=None, pass_=None,
+             offsets=None):
         """inputs: list of (dt, shape, values); check: per-output check or
         a function(out_index, input values, outputs) -> check."""
         env_dis = [x for x in (self.env.get("disable") or "").split(",") if x]
@@ -125,11 +156,13 @@ class Seq:
         jin = []
         for i, (dt, s, v) in enumerate(inputs):
             st = strides[i] if strides else None
-            head = kf.periodic(v, period) if period and not st else None
+            off = offsets[i] if offsets else 0
+            head = kf.periodic(v, period) if period and not st and not off \
+                else None
             if head is not None:
                 jin.append(kf.repeat_tensor(dt, s, head))
             else:
-                jin.append(kf.tensor(dt, s, v, strides=st))
+                jin.append(kf.tensor(dt, s, v, strides=st, offset=off))
         jout = []
         for k, (s, v) in enumerate(outs):
             dt = self.g.nodes[self.g.outputs[k]].dtype
@@ -165,12 +198,14 @@ def build():
     vf = VectorFile("cache.isolation", NOTES)
     rng = random.Random(4242)
 
-    def add(group, comment, flags, seq, threads=None):
+    def add(group, comment, flags, seq, threads=None, capacities=None):
         t = {"comment": comment, "flags": flags, "result": "valid",
              "fusion": seq.g.text(), "steps": seq.steps}
-        if seq.env:
+        if capacities:
+            t["capacities"] = dict(capacities)
+        if seq.env0:
             t["env"] = dict({"enable": None, "disable": None, "dump": None},
-                            **seq.env)
+                            **seq.env0)
         if threads:
             t["threads"] = threads
             t["concurrent"] = True
@@ -300,18 +335,74 @@ def build():
     s = Seq(fma_graph("f32"))
     a, b, c = flaw_inputs(rng, "f32", 9)
     ins = [("f32", [9], a), ("f32", [9], b), ("f32", [9], c)]
-    s.step([], [], ins, MISS)
-    s.step([], ["nvrtc_caching"], ins, {"plan": "hit", "kernels": "any"})
-    s.step([], ["nvrtc_caching", "fma"], ins,
-           {"plan": "hit", "kernels": "any"})
+    once = {"plan": "hit", "kernels": "miss", "compiles": 1}
+    s.step([], [], ins, dict(MISS, compiles=1))
+    s.step([], ["nvrtc_caching"], ins, once)
+    s.step([], ["nvrtc_caching"], ins, once)
     s.step([], [], ins, HITS)
-    add("none-level options", "disable=nvrtc_caching may recompile but "
-        "never changes the kernel chosen", ["NoneLevel"], s)
+    s.step([], ["nvrtc_caching", "fma"], ins, once)
+    s.step([], ["fma"], ins, once)
+    s.step([], ["fma"], ins, HITS)
+    add("none-level options", "disable=nvrtc_caching compiles on every "
+        "call, keeps the cached kernel and caches nothing",
+        ["NvrtcCaching", "Return"], s)
     s = Seq(fma_graph("f32"), env={"dump": "options,cache"})
     s.step([], [], ins, MISS).step(["kernel_profile"], [], ins, HITS)
     s.step([], ["fma"], ins, KMISS)
     add("none-level options", "KILN_DUMP does not enter any key",
         ["NoneLevel", "Env"], s)
+
+    # ---------------------------------------------- reload in one context
+    for dt in ("f32", "f64"):
+        a, b, c = flaw_inputs(rng, dt, 20)
+        ins = [(dt, [20], a), (dt, [20], b), (dt, [20], c)]
+        s = Seq(fma_graph(dt))
+        s.step([], [], ins, dict(MISS, compiles=1))
+        s.setenv(disable="fma")
+        s.step([], [], ins, HITS)          # no effect before the reload
+        s.reload()
+        s.step([], [], ins, dict(KMISS, compiles=1))
+        s.setenv(disable="fma", dump="options,cache,fusion_ir,launch_params")
+        s.reload()
+        s.step([], [], ins, HITS)          # dumps are in neither key
+        s.setenv(enable="kernel_profile")
+        s.reload()
+        s.step([], [], ins, HITS)          # back to contracted, cached
+        s.setenv(disable="kernel_reuse")
+        s.reload()
+        s.step([], [], ins, {"plan": "miss", "kernels": "any"})
+        add("reload", "%s a*b+c: setenv has no effect until a reload; a "
+            "reload changes the kernel, a dump or none-level change "
+            "recompiles nothing, a plan-level one misses the plan" % dt,
+            ["Reload", "NoneLevel", "KernelLevel", "PlanLevel", "Return"], s)
+
+    # ---------------------------------------------- LRU eviction
+    # plan cache of 2: A, B, A again (A most recent), C evicts B, not A
+    a, b, c = flaw_inputs(rng, "f32", 10)
+    ins = [("f32", [10], a), ("f32", [10], b), ("f32", [10], c)]
+    pany = {"plan": "miss", "kernels": "any"}
+    s = Seq(fma_graph("f32"))
+    s.step([], [], ins, MISS)
+    s.step([], ["kernel_reuse"], ins, pany)
+    s.step([], [], ins, HITS)
+    s.step(["fuse_matmul"], [], ins, pany)
+    s.step([], [], ins, HITS)
+    s.step([], ["kernel_reuse"], ins, pany)
+    add("LRU eviction", "plan cache of 2 entries: the least recently used "
+        "plan is evicted, not the oldest", ["Lru", "PlanLevel", "Return"], s,
+        capacities={"plan": 2, "kernel": 16})
+    # kernel cache of 2: default, disable=fma, default again, fast_math
+    # evicts disable=fma's kernel, not default's
+    s = Seq(fma_graph("f32"))
+    s.step([], [], ins, MISS)
+    s.step([], ["fma"], ins, dict(KMISS, compiles=1))
+    s.step([], [], ins, HITS)
+    s.step(["kernel_lineinfo"], [], ins, dict(KMISS, compiles=1))
+    s.step([], [], ins, HITS)
+    s.step([], ["fma"], ins, dict(KMISS, compiles=1))
+    add("LRU eviction", "kernel cache of 2 entries: the least recently used "
+        "kernel is evicted, not the oldest", ["Lru", "KernelLevel", "Return"],
+        s, capacities={"plan": 16, "kernel": 2})
 
     # ---------------------------------------------- plan-level options
     for dt in ("f32", "f64"):
@@ -367,6 +458,33 @@ def build():
         s.step([], ["fma"], ins, KMISS, strides=[[1, 3], None, None])
         add("shapes", "%s: a transposed input is a new input signature" % dt,
             ["Layout", "KernelLevel"], s)
+        # 16-byte alignment is in the input signature: an input one
+        # element into its storage misses, four f32 (16 bytes) in hits
+        a, b, c = flaw_inputs(rng, dt, 12)
+        ins = [(dt, [12], a), (dt, [12], b), (dt, [12], c)]
+        al16 = 16 // (4 if dt == "f32" else 8)
+        s = Seq(fma_graph(dt))
+        s.step([], [], ins, MISS)
+        s.step([], [], ins, {"plan": "miss", "kernels": "any"},
+               offsets=[1, 0, 0])
+        s.step([], [], ins, HITS, offsets=[al16, 0, 0])
+        s.step([], [], ins, HITS, offsets=[1, 0, 0])
+        s.step([], [], ins, {"plan": "miss", "kernels": "any"},
+               offsets=[0, 0, 3])
+        s.step([], ["fma"], ins, KMISS, offsets=[1, 0, 0])
+        add("shapes", "%s: an input that is not 16-byte aligned is a new "
+            "input signature" % dt, ["Align", "Return", "KernelLevel"], s)
+        # an ordinary axis that becomes size 1 is a new input signature
+        a, b, c = flaw_inputs(rng, dt, 12)
+        ins = [(dt, [3, 4], a), (dt, [3, 4], b), (dt, [3, 4], c)]
+        row = [(dt, [1, 4], a[:4]), (dt, [1, 4], b[:4]), (dt, [1, 4], c[:4])]
+        s = Seq(fma_graph(dt, 2))
+        s.step([], [], ins, MISS)
+        s.step([], [], row, {"plan": "miss", "kernels": "any"})
+        s.step([], [], row, HITS)
+        s.step([], [], ins, HITS)
+        add("shapes", "%s: an ordinary axis of size 1 is in the input "
+            "signature" % dt, ["Size1", "Return"], s)
 
     # ---------------------------------------------- fast_math
     for n, lo, hi in ((16, 60.0, 88.0), (64, -87.0, -40.0), (9, 20.0, 80.0)):

@@ -30,9 +30,11 @@ What the reader does, in the order a test needs it:
      dtype inference) and apply the contraction rule (contract);
   3. check the inputs against the fusion's declaration and compute every
      value's shape with the shape rules (Runtime.shapes) -- errors are the
-     execute statuses the vectors expect (KILN_ERR_SHAPE, KILN_ERR_DTYPE);
-     with `givenOutputs`, the output rules (check_given: dtype, rank and
-     sizes, dense row-major, no overlap -> KILN_ERR_ALIGNMENT);
+     execute statuses the vectors expect (KILN_ERR_SHAPE, KILN_ERR_DTYPE;
+     KILN_ERR_FALLBACK_DISABLED for a library-path matmul under
+     disable=fallback); with `givenOutputs`, the output rules
+     (check_given: dtype, rank and sizes, dense row-major, no overlap
+     -> KILN_ERR_ALIGNMENT);
   4. run the impl and compare each output with its check (check_output:
      exact, ulp, abs, sumBound, ftz, alternatives).
 
@@ -59,7 +61,7 @@ WIDTH = {"bool": 1, "i32": 32, "i64": 64, "f16": 16, "bf16": 16, "f32": 32,
 FLOAT = {"f16": (5, 10), "bf16": (8, 7), "f32": (8, 23), "f64": (11, 52)}
 INTS = ("i32", "i64")
 STATUSES = ("KILN_ERR_SHAPE", "KILN_ERR_DTYPE", "KILN_ERR_INVALID_ARGUMENT",
-            "KILN_ERR_ALIGNMENT")
+            "KILN_ERR_ALIGNMENT", "KILN_ERR_FALLBACK_DISABLED")
 
 
 class ExecError(Exception):
@@ -192,7 +194,8 @@ def encode(v, dt):
 
 class Tensor:
     """A tensor of a vector file.  `storage` holds the stored elements as
-    bit patterns; element (i0, i1, ...) lives at sum(i_k * strides[k]).
+    bit patterns; element (i0, i1, ...) lives at offset + sum(i_k *
+    strides[k]).
     Without "strides" the tensor is contiguous row-major."""
 
     def __init__(self, obj, where):
@@ -208,10 +211,12 @@ class Tensor:
         self.strided = "strides" in obj
         self.strides = list(obj["strides"]) if self.strided else \
             row_major_strides(self.shape)
+        self.offset = obj.get("offset", 0)     # elements before element 0
         if self.numel == 0:
-            need = 0
+            need = self.offset
         else:
-            need = 1 + sum((s - 1) * st for s, st in zip(self.shape, self.strides))
+            need = self.offset + 1 + sum((s - 1) * st for s, st in
+                                         zip(self.shape, self.strides))
         data = obj.get("data")
         if isinstance(data, dict):              # {"repeat": [...], "count": N}
             pat = [parse_hex(h, self.dtype, where + ".data.repeat")
@@ -232,10 +237,11 @@ class Tensor:
     def elements(self):
         """The elements in row-major order (bit patterns)."""
         if not self.strided:
-            return list(self.storage)
+            return list(self.storage[self.offset:])
         out = []
         for idx in indices(self.shape):
-            out.append(self.storage[sum(i * s for i, s in zip(idx, self.strides))])
+            out.append(self.storage[self.offset + sum(
+                i * s for i, s in zip(idx, self.strides))])
         return out
 
 
@@ -938,6 +944,13 @@ def run_fusion(impl, f, tensors, enable, disable, given=None):
     shapes = Runtime.shapes(nodes, f, tensors)
     if given is not None:
         check_given(nodes, f, shapes, tensors, given)
+    # [opt.conflict.fallback]: the default matmul path is the library
+    # fallback; disable=fallback turns it into an error
+    if "fallback" in disable and "fuse_matmul" not in enable and \
+            "matmul_expr_eval" not in disable and \
+            any(n.op == "matmul" for n in nodes):
+        raise ExecError("KILN_ERR_FALLBACK_DISABLED", "matmul needs the "
+                        "library fallback path under disable=fallback")
     ins = [(t.dtype, t.shape, t.elements()) for t in tensors]
     outs = impl.evaluate(nodes, f.outputs, ins, shapes, enable)
     return [(nodes[o].dtype, shapes[o], bits) for o, bits in zip(f.outputs, outs)]
@@ -982,10 +995,18 @@ def run_numerics(impl, test):
 
 def run_cache(impl, test):
     f = parse_kf(test["fusion"])
-    env = test.get("env") or {}
+    env = dict(test.get("env") or {})
     env_en, env_dis = option_names(env.get("enable")), option_names(env.get("disable"))
     stats = []
     for s, step in enumerate(test["steps"]):
+        # "setenv" changes the strings, "reload" takes a new snapshot
+        if step.get("action") == "setenv":
+            env = dict(step["env"])
+            continue
+        if step.get("action") == "reload":
+            env_en = option_names(env.get("enable"))
+            env_dis = option_names(env.get("disable"))
+            continue
         tensors = [Tensor(t, "steps[%d].inputs[%d]" % (s, i))
                    for i, t in enumerate(step["inputs"])]
         try:

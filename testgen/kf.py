@@ -508,10 +508,17 @@ def hexlist(values, dt):
     return [fp.h(v, dt) for v in values]
 
 
-def tensor(dt, shape, values, strides=None, fill=None):
+def tensor(dt, shape, values, strides=None, fill=None, offset=0):
     """JSON tensor for logical `values` (row-major).  With strides, the
     storage is laid out with those strides; gap elements get `fill` (a
-    value never read).  Stride-0 axes need values that agree along them."""
+    value never read).  Stride-0 axes need values that agree along them.
+    With offset, that many filler elements come before element 0."""
+    if offset:
+        t = tensor(dt, shape, values, strides, fill)
+        fill = NAN if fp.is_float(dt) else (0 if dt == "bool" else 0x5a)
+        t["data"] = hexlist([fill] * offset, dt) + t["data"]
+        t["offset"] = offset
+        return t
     t = {"dtype": dt, "shape": list(shape)}
     if strides is None:
         t["data"] = hexlist(values, dt)

@@ -156,7 +156,7 @@ class Builder:
 
     def add(self, group, comment, flags, g, inputs, options=None,
             check=None, strides=None, period=None, alternatives=None,
-            error=None, given=None):
+            error=None, given=None, offsets=None):
         """inputs: list of (dt, shape, logical values).
         check: dict, or function(k, out_values, inputs) -> dict.
         alternatives: function(k, out_values, inputs) -> {idx: [vals]}."""
@@ -167,12 +167,14 @@ class Builder:
         jin = []
         for i, (dt, shape, vals) in enumerate(inputs):
             st = strides[i] if strides else None
+            off = offsets[i] if offsets else 0
             head = kf.periodic(vals, period) if period and st is None \
-                else None
+                and not off else None
             if head is not None:
                 jin.append(kf.repeat_tensor(dt, shape, head))
             else:
-                jin.append(kf.tensor(dt, shape, vals, strides=st))
+                jin.append(kf.tensor(dt, shape, vals, strides=st,
+                                     offset=off))
         t["inputs"] = jin
         if error:
             t["result"] = "invalid"
@@ -1204,4 +1206,6 @@ def build():
     gen_invalid(B, rng)
     many_inputs.gen_many_views(B, rng)
     gen_output_rules(B)
+    import rule_cases
+    rule_cases.gen(B, random.Random(1313))
     return {"numerics.json": B.vf.finish()}

@@ -35,7 +35,8 @@ RESULTS = ("valid", "invalid", "acceptable")
 KINDS = ("syntax", "unknown", "argument", "element")
 TOP = ("suite", "suiteVersion", "category", "numberOfTests", "notes",
        "testGroups")
-BASE = ("tcId", "comment", "flags", "result")
+BASE = ("tcId", "comment", "flags", "result", "rules")
+RULE_ID = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
 INT64_MAX = 2 ** 63 - 1
 INT32_MAX = 2 ** 31 - 1
 MAX_DIM = 2 ** 40              # the runner's largest size or stride
@@ -80,6 +81,22 @@ def _keys(obj, allowed, where):
         if k not in allowed:
             raise Bad("%s: unknown field (the fields here are %s)"
                       % (_path(where, k), ", ".join(allowed)))
+
+
+def _rules(t):
+    """"rules" (optional): {rule id: non-empty outcome string}; which ids
+    exist is checked by testgen/spec_coverage.py against the docs."""
+    r = t.get("rules")
+    if r is None:
+        return
+    if not isinstance(r, dict):
+        raise Bad("rules: must be an object, not %s" % _jtype(r))
+    for k, v in r.items():
+        if len(k) > 64 or not RULE_ID.match(k):
+            raise Bad("rules: %r is not a rule id (area.name: lower-case "
+                      "words joined by dots)" % k[:64])
+        if not isinstance(v, str) or not v:
+            raise Bad("rules.%s: the outcome must be a non-empty string" % k)
 
 
 def _get(obj, key, where, required):
@@ -208,7 +225,7 @@ class Test:
     def tensor(self, t, where, kind, times=1):
         """kind 0: input with data; 1: expected output with a check;
         2: generated differential input."""
-        keys = (("dtype", "shape", "strides", "data"),
+        keys = (("dtype", "shape", "strides", "offset", "data"),
                 ("dtype", "shape", "data", "check"),
                 ("dtype", "shape", "dist"))[kind]
         if not isinstance(t, dict):
@@ -230,6 +247,8 @@ class Test:
                 (s - 1) * st for s, st in zip(shape, strides))
         else:
             storage = numel
+        if "offset" in t:       # storage elements before element 0
+            storage += _int(t, "offset", where, 0, BUDGET_ELEMENTS)
         if numel > BUDGET_ELEMENTS or storage > BUDGET_ELEMENTS:
             raise Bad("%s: too many elements or storage too large" % where)
         self.charge(where, (numel + storage) * times)
@@ -404,9 +423,15 @@ def _precedence(t, result, _):
 
 
 def _cache(t, _, test):
-    _keys(t, BASE + ("fusion", "env", "steps", "threads", "concurrent"), "")
+    _keys(t, BASE + ("fusion", "env", "steps", "threads", "concurrent",
+                     "capacities"), "")
     _str(t, "fusion", "")
     _env(t, "env", "")
+    caps = _typed(t, "capacities", "", dict, required=False)
+    if caps is not None:
+        _keys(caps, ("plan", "kernel"), "capacities")
+        _int(caps, "plan", "capacities", 1, 1 << 20)
+        _int(caps, "kernel", "capacities", 1, 1 << 20)
     conc = _typed(t, "concurrent", "", bool, required=False)
     threads = _int(t, "threads", "", 1, 64, required=bool(conc)) or 1
     if not conc and "threads" in t:
@@ -414,11 +439,26 @@ def _cache(t, _, test):
     steps = _typed(t, "steps", "", list)
     if not steps:
         raise Bad("steps: must list at least one step")
+    n_exec = 0
     for i, s in enumerate(steps):
         w = "steps[%d]" % i
         if not isinstance(s, dict):
             raise Bad("%s: must be an object, not %s" % (w, _jtype(s)))
-        _keys(s, ("enable", "disable", "inputs", "outputs", "expect", "pass"), w)
+        action = _str(s, "action", w, required=False,
+                      allowed=("execute", "setenv", "reload"))
+        if action in ("setenv", "reload"):
+            if conc:
+                raise Bad("%s.action: %r is not allowed in a concurrent "
+                          "test" % (w, action))
+            if action == "setenv":
+                _keys(s, ("action", "env"), w)
+                _env(s, "env", w, required=True)
+            else:
+                _keys(s, ("action",), w)
+            continue
+        n_exec += 1
+        _keys(s, ("action", "enable", "disable", "inputs", "outputs",
+                  "expect", "pass"), w)
         _strings(s, "enable", w)
         _strings(s, "disable", w)
         _inputs_fit(t, test.tensors(s, "inputs", w, 0), w + ".")
@@ -431,6 +471,8 @@ def _cache(t, _, test):
         _str(ex, "db", w + ".expect", required=False,
              allowed=("none", "hit", "miss", "stored", "corrupt", "refused"))
         _int(s, "pass", w, 1, 2, required=False)
+    if not n_exec:
+        raise Bad("steps: must list at least one execute step")
 
 
 def _int_list(obj, key, where, lo, hi, required=True):
@@ -600,6 +642,7 @@ def validate(doc, name="<doc>", per_test=None):
             problem = None
             if cat in RULES:
                 try:
+                    _rules(t)
                     RULES[cat](t, result, Test())
                 except Bad as e:
                     problem = str(e)

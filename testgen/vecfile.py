@@ -9,6 +9,7 @@ import json
 import re
 
 import catalogue
+import rules
 from check_vectors import parse_kf
 
 SUITE = "kiln-conformance"
@@ -94,6 +95,16 @@ class VectorFile:
                                % (f, self.category))
         test.setdefault("flags", [])
         test["flags"] = sorted(set(test["flags"]))
+        test["rules"] = rules.derive(self.category, test)
+        if not test["rules"]:
+            # a category rules.derive knows must trace a rule in every
+            # test; another one (a new category) is left for
+            # `make spec-coverage`, which names every test without rules
+            if self.category in rules.DERIVED:
+                raise ValueError("%s: test %r traces no rule "
+                                 "(testgen/rules.py)"
+                                 % (self.category, test.get("comment")))
+            del test["rules"]
         self.group(type_, group_comment)["tests"].append(test)
 
     def count(self):

@@ -168,6 +168,10 @@ dump('malformed/cache.isolation.json', 'cache.isolation', {"FmaFlaw": "x", "Conc
   with_(with_(c1, ['steps', 0, 'expect', 'plna'], "hit"), ['steps', 0, 'expect', 'plan'], DEL),
   with_(c1, ['steps', 0, 'expect', 'kernels'], "hits"),
   with_(c1, ['steps', 0, 'expect', 'compiles'], -1),
+  with_(c1, ['capacities'], {"plan": 0, "kernel": 4}),
+  with_(cache[1], ['steps', 0], {"action": "reload"}),
+  with_(c1, ['steps', 0], {"action": "setenv"}),
+  with_(c1, ['rules'], {"Cache": "x"}),
  ])}])
 n1 = num[0]
 dump('malformed/numerics.json', 'numerics', {"SignedZero": "x"}, [{"type": "Numerics", "comment": "malformed", "tests": retag([
@@ -187,6 +191,8 @@ dump('malformed/numerics.json', 'numerics', {"SignedZero": "x"}, [{"type": "Nume
         "overlaps": {"input": 0, "output": 0, "byteOffset": 0}}]),
   with_(n1, ['givenOutputs'], [{"dtype": "f32", "shape": [4]}]),
   with_(num[5], ['givenOutputs'], [{"dtype": "f33", "shape": [3]}]),
+  with_(n1, ['inputs', 0, 'offset'], -1),
+  with_(n1, ['rules'], {"num.exact": ""}),
  ])}])
 p1 = {"tcId": 1, "comment": "x", "flags": [], "result": "invalid", "source": "env", "set": "enable",
       "input": "nope", "error": {"kind": "unknown", "offset": 0, "token": "nope"}}

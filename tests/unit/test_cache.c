@@ -163,6 +163,7 @@ START_TEST(shapes_and_kernel_reuse)
 }
 END_TEST
 
+/* rule: [cache.lru] */
 START_TEST(lru_eviction)
 {
     kiln_context *ctx = tu_ctx_caps("ref", 2, 2);
@@ -198,6 +199,7 @@ START_TEST(lru_eviction)
 }
 END_TEST
 
+/* rule: [cache.nvrtc_caching] */
 START_TEST(nvrtc_caching_off_always_compiles)
 {
     kiln_context *ctx = tu_ctx();
@@ -243,6 +245,7 @@ static void *sf_work(void *p)
     return (void *)(intptr_t)(s == KILN_OK && o[3] == 5.0f);
 }
 
+/* rule: [cache.single_flight] */
 START_TEST(single_flight)
 {
     for (int round = 0; round < 5; round++) {

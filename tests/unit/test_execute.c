@@ -915,6 +915,7 @@ static void *work(void *arg)
     return NULL;
 }
 
+/* rule: [thread.shared_context] [opt.prec.no_leak] */
 START_TEST(threads_mixed_options)
 {
     kiln_context *ctx = tu_ctx_caps("ref", 4, 4); /* small: evictions race too */
@@ -949,12 +950,89 @@ START_TEST(threads_mixed_options)
 }
 END_TEST
 
+/* One thread reloads the environment while others execute: every execute
+** sees the old or the new snapshot, never a mix or an empty one. */
+typedef struct reload_worker {
+    kiln_context *ctx;
+    kiln_fusion *f;
+    int failures;
+    char why[160];
+} reload_worker;
+
+static void *reload_exec(void *arg)
+{
+    reload_worker *w = arg;
+    kiln_exec_info *info = NULL;
+    if (kiln_exec_info_create(&info) != KILN_OK) {
+        w->failures++;
+        return NULL;
+    }
+    for (int it = 0; it < 300; it++) {
+        int64_t n[1] = {2};
+        float xv[2] = {1.0f, -2.0f}, ov[2] = {0, 0};
+        kiln_tensor *in[1], *out[1];
+        kiln_tensor_create(NULL, KILN_F32, 1, n, NULL, KILN_MEM_HOST, xv, &in[0]);
+        kiln_tensor_create(NULL, KILN_F32, 1, n, NULL, KILN_MEM_HOST, ov, &out[0]);
+        kiln_status s = kiln_execute(w->ctx, w->f, in, 1, out, 1, NULL, info);
+        const char *o = s == KILN_OK ? kiln_exec_info_options(info) : "";
+        if (s != KILN_OK || (strcmp(o, "enable=kernel_debug;disable=fma") != 0 &&
+                             strcmp(o, "enable=fast_math;disable=fallback") != 0)) {
+            snprintf(w->why, sizeof w->why, "execute %d: %s '%s'", it,
+                     kiln_status_name(s), o);
+            w->failures++;
+        }
+        kiln_tensor_destroy(in[0]);
+        kiln_tensor_destroy(out[0]);
+    }
+    kiln_exec_info_destroy(info);
+    return NULL;
+}
+
+/* rule: [thread.reload] [env.reload] */
+START_TEST(threads_reload_while_executing)
+{
+    char enable[32] = "kernel_debug", disable[32] = "fma";
+    kiln_context_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.struct_size = sizeof cfg;
+    cfg.backend = "ref";
+    cfg.use_env_override = 1;
+    cfg.env_enable = enable;
+    cfg.env_disable = disable;
+    kiln_context *ctx = NULL;
+    ck_assert_int_eq(kiln_context_create(&cfg, &ctx), KILN_OK);
+    kiln_fusion *f = tu_fusion("kiln.fusion 1\n%a = input f32 [?]\n"
+                               "%n = neg %a\noutput %n\n");
+    pthread_t th[4];
+    reload_worker w[4];
+    for (int i = 0; i < 4; i++) {
+        memset(&w[i], 0, sizeof w[i]);
+        w[i].ctx = ctx;
+        w[i].f = f;
+        ck_assert_int_eq(pthread_create(&th[i], NULL, reload_exec, &w[i]), 0);
+    }
+    for (int r = 0; r < 400; r++) { /* only this thread writes the strings */
+        strcpy(enable, r % 2 ? "kernel_debug" : "fast_math");
+        strcpy(disable, r % 2 ? "fma" : "fallback");
+        ck_assert_int_eq(kiln_context_reload_env(ctx), KILN_OK);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(w[i].failures == 0, "thread %d: %d failures, last: %s", i,
+                      w[i].failures, w[i].why);
+    kiln_fusion_destroy(f);
+    kiln_context_destroy(ctx);
+}
+END_TEST
+
 Suite *threads_execute_suite(void)
 {
     Suite *s = suite_create("threads_execute");
     TCase *tc = tcase_create("mixed");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, threads_mixed_options);
+    tcase_add_test(tc, threads_reload_while_executing);
     suite_add_tcase(s, tc);
     return s;
 }

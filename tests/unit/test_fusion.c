@@ -331,6 +331,7 @@ END_TEST
 
 /* ------------------------------------------------------- validation */
 
+/* rule: [kf.error.builder] */
 START_TEST(validation_messages)
 {
     kiln_fusion *f = newf();

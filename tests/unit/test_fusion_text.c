@@ -272,6 +272,7 @@ static void check_error(const char *text, const char *msg)
 #define H "kiln.fusion 1\n"
 #define A "%a = input f32 [?, ?]\n"
 
+/* rule: [kf.error.parse] */
 START_TEST(parse_errors)
 {
     check_error("", "1:1: expected the header 'kiln.fusion 1', found end of "

@@ -82,6 +82,7 @@ START_TEST(missing_entry_symbol)
 }
 END_TEST
 
+/* rule: [abi.version] */
 START_TEST(abi_version_mismatch)
 {
     const char *path = plugin_path(__func__);
