@@ -267,6 +267,8 @@ typedef struct cr_val {
     uint64_t lo, hi;
     double approx;
     int undecided;
+    int stage; /* 0 exact op, 1 binary64 decided, 2 long double decided,
+               ** 3 undecided */
 } cr_val;
 
 int cr_op_parse(const char *name);         /* -1: not a sweep op */
