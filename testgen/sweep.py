@@ -128,13 +128,15 @@ def build():
         x = g.input(frm, "?")
         g.output(g.cast(x, to) if op == "cast" else g.op(op, x))
         nf = fixed_count(frm)
+        # f32: 2^20 inputs in all; f64: 2^20 random ones after the fixed
+        count = COUNT if frm == "f32" else COUNT + nf
         at = [[k, hexbits(sample_input(frm, s, k), frm)]
-              for k in (0, nf - 1, nf, nf + 1, COUNT - 1)]
+              for k in (0, nf - 1, nf, nf + 1, count - 1)]
         opts = {"enable": ["fast_math"] if fast else [], "disable": []}
         vf.add("Sweep", group, {
             "comment": comment, "flags": flags + (["FastMath"] if fast else []),
             "result": "valid", "fusion": g.text(), "options": opts,
-            "sweep": {"op": op, "from": frm, "to": to, "count": COUNT,
+            "sweep": {"op": op, "from": frm, "to": to, "count": count,
                       "seed": s},
             "inputsAt": at,
             "bound": bound(op if op != "cast" else "cast", frm, fast)})
@@ -148,6 +150,7 @@ def build():
             add("f32 " + mode, "cast f32 -> %s, %s, 2^20 inputs" % (to, mode),
                 ["Sweep", "Cast"], "cast", "f32", to, fast)
     for op in UNARY:
-        add("f64 default", "f64 %s, default, 2^20 inputs" % op, ["Sweep"],
+        add("f64 default", "f64 %s, default, 2^20 random inputs" % op,
+            ["Sweep"],
             op, "f64", "f64", False)
     return {"sweep.json": vf.finish()}
