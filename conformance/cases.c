@@ -1626,13 +1626,14 @@ static void run_sweep(const cf_target *tg, const cf_test *t, cf_outcome *o)
     if (o->status != CF_FAIL && ss.over) {
         failf(o, "%s %s->%s: %llu of %llu inputs over the bound; first "
               "x=0x%0*llx (%.9g): got 0x%0*llx, correctly rounded 0x%0*llx, "
-              "%llu ulp (allowed %llu)", cr_op_name(s.op),
+              "%llu ulp (allowed %s%llu)", cr_op_name(s.op),
               kiln_dtype_name(s.from), kiln_dtype_name(s.to),
               (unsigned long long)ss.over, (unsigned long long)ss.n, w,
               (unsigned long long)ss.fail_x, cf_to_double(s.from, ss.fail_x),
               wt, (unsigned long long)ss.fail_got, wt,
               (unsigned long long)ss.fail_want,
               (unsigned long long)ss.fail_ulp,
+              ss.fail_abs ? "the abs bound, not ulp; " : "",
               (unsigned long long)ss.fail_allowed);
     }
     if (ss.worst_set)

@@ -308,6 +308,7 @@ typedef struct cf_sweep_stats {
     uint64_t worst_x, worst_got, worst_want;
     int worst_set;
     uint64_t fail_x, fail_got, fail_want, fail_ulp, fail_allowed;
+    int fail_abs;                    /* the first failure was an abs bound */
 } cf_sweep_stats;
 
 /* Check n outputs `got` (dtype s->to) for inputs `x` (dtype s->from). */

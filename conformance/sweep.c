@@ -251,6 +251,7 @@ void cf_sweep_check(const cf_sweep *s, size_t n, const void *xs,
                 st->fail_got = got;
                 st->fail_want = r.lo;
                 st->fail_ulp = d;
+                st->fail_abs = unchecked == 2;
                 st->fail_allowed = s->ulp +
                     (uint64_t)floor(fabs(cf_to_double(s->from, x)) *
                                     s->ulp_per_abs_x);
