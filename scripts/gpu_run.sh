@@ -184,7 +184,8 @@ many_views_check() {
 sweep_all_cuda() {
   local first=$1 last=$2 n=$3
   mkdir -p "$OUT/sweep"
-  seq "$first" "$last" | xargs -P "${JOBS:-16}" -I{} sh -c \
+  # the pieces that finish within the stage's time are summarised
+  seq "$first" "$last" | timeout -k 5 "${STAGE_SECS:-570}" xargs -P "${JOBS:-16}" -I{} sh -c \
     "CK_FORK=no $B/kiln conform --backend cuda --category sweep --filter f32 \
      --sweep all --sweep-shard {}/$n --timeout 600 --tap $OUT/sweep/{}.tap \
      > $OUT/sweep/{}.log 2>&1; echo shard {}/$n rc=\$?"
