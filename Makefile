@@ -135,6 +135,7 @@ $(BUILD)/obj/tests/unit/%.o: CFLAGS += -I$(BUILD)/gen -Itests/unit
 # directly, so their objects join the unit binary.
 UNIT_CONF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,conformance/vectors.c \
                    conformance/check_numeric.c conformance/differential.c \
+                   conformance/sweep.c conformance/crmath.c \
                    conformance/sha256.c conformance/expectations.c \
                    conformance/verdict.c conformance/report.c conformance/cases.c \
                    conformance/outputs.c \
@@ -388,7 +389,8 @@ fuzz-vectors:
 	$(FUZZ_CC) \
 	  '-DCF_BUDGET_ELEMENTS=((int64_t)1 << 16)' \
 	  tests/fuzz/fuzz_vectors.c conformance/vectors.c conformance/check_numeric.c \
-	  conformance/differential.c conformance/sha256.c $(CORE_SRC) \
+	  conformance/differential.c conformance/sweep.c conformance/crmath.c \
+	  conformance/sha256.c $(CORE_SRC) \
 	  $(LIBDIR_SYS)/libjansson.a \
 	  -ldl -lm -lpthread -o build/fuzz/fuzz_vectors
 	cp -n tests/fuzz/vectors_corpus/* build/fuzz/vectors_corpus/ 2>/dev/null || true

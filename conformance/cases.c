@@ -25,7 +25,7 @@
 
 const char *const cf_categories[] = {
     "options.parse", "options.precedence", "cache.isolation", "numerics",
-    "differential", NULL};
+    "differential", "sweep", NULL};
 
 int cf_category_known(const char *name)
 {
@@ -1708,6 +1708,144 @@ done:
     kiln_fusion_destroy(f);
 }
 
+/* ------------------------------------------------------------------ sweep */
+
+/* One chunk of a sweep: inputs k in [k0, k0 + n) (bit patterns when
+** `all`), executed in one kiln_execute and checked. */
+static int sweep_chunk(kiln_context *ctx, const kiln_fusion *f,
+                       const cf_sweep *s, const execopts *x, uint64_t k0,
+                       size_t n, int all, kiln_exec_info *info,
+                       cf_sweep_stats *st, cf_outcome *o)
+{
+    inputs in;
+    kiln_tensor *out = NULL;
+    int rc = 1;
+    memset(&in, 0, sizeof in);
+    in.host = calloc(1, sizeof *in.host);
+    if (in.host == NULL) {
+        failf(o, "out of memory");
+        return 1;
+    }
+    in.n = 1;
+    cf_tensor *t = &in.host[0];
+    t->dtype = s->from;
+    t->rank = 1;
+    t->shape[0] = (int64_t)n;
+    t->numel = t->storage = n;
+    t->data = malloc(n * kiln_dtype_size(s->from) + 1);
+    if (t->data == NULL) {
+        failf(o, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        cf_store_bits(s->from, t->data, i,
+                      all ? k0 + i : cf_sweep_input(s, k0 + i));
+    if (diff_run(ctx, f, &in, x, &out, 1, kiln_context_backend(ctx), info, o))
+        goto done;
+    cf_note_segments(o, info);
+    if (kiln_tensor_dtype(out) != s->to || (size_t)kiln_tensor_numel(out) != n) {
+        failf(o, "the output is not %zu elements of %s", n,
+              kiln_dtype_name(s->to));
+        goto done;
+    }
+    void *got = host_copy(ctx, out, o);
+    if (got != NULL) {
+        cf_serde_fold(o, got, n * kiln_dtype_size(s->to));
+        cf_sweep_check(s, n, t->data, got, st);
+        free(got);
+        rc = 0;
+    }
+done:
+    kiln_tensor_destroy(out);
+    inputs_free(&in);
+    return rc;
+}
+
+static void run_sweep(const cf_target *tg, const cf_test *t, cf_outcome *o)
+{
+    cf_sweep s;
+    char err[CF_MSG];
+    if (cf_sweep_from_json(t->json, &s, err, sizeof err)) {
+        failf(o, "invalid vector: %s", err);
+        return;
+    }
+    const char *kf = NULL;
+    kiln_fusion *f = parse_fusion(t->json, &kf, o);
+    kiln_context *ctx = NULL;
+    kiln_exec_info *info = NULL;
+    execopts x;
+    memset(&x, 0, sizeof x);
+    if (f == NULL)
+        return;
+    if (load_execopts(json_object_get(t->json, "options"), "options", &x, o))
+        goto done;
+    kiln_status st = make_context(tg, NULL, NULL, NULL, 1, &ctx);
+    if (st != KILN_OK) {
+        failf(o, "kiln_context_create: %s: %s", kiln_status_name(st),
+              kiln_last_error());
+        goto done;
+    }
+    if (kiln_exec_info_create(&info) != KILN_OK) {
+        failf(o, "kiln_exec_info_create: %s", kiln_last_error());
+        goto done;
+    }
+    /* the inputs: the sample, or (--sweep all, f32) this shard's share of
+    ** every bit pattern, in chunks of the sample's size */
+    int all = tg->sweep_all && s.from == KILN_F32;
+    uint64_t lo = 0, hi = s.count;
+    if (all) {
+        uint64_t sn = tg->sweep_n ? tg->sweep_n : 1;
+        uint64_t si = tg->sweep_n ? tg->sweep_i - 1 : 0;
+        lo = ((uint64_t)1 << 32) / sn * si;
+        hi = si + 1 == sn ? (uint64_t)1 << 32 : ((uint64_t)1 << 32) / sn * (si + 1);
+    }
+    cf_sweep_stats ss;
+    memset(&ss, 0, sizeof ss);
+    for (uint64_t k = lo; k < hi && o->status != CF_FAIL; k += s.count) {
+        size_t n = (size_t)(hi - k < s.count ? hi - k : s.count);
+        if (sweep_chunk(ctx, f, &s, &x, k, n, all, info, &ss, o))
+            break;
+    }
+    int w = kiln_dtype_size(s.from) * 2, wt = kiln_dtype_size(s.to) * 2;
+    if (o->status != CF_FAIL && ss.over) {
+        failf(o, "%s %s->%s: %llu of %llu inputs over the bound; first "
+              "x=0x%0*llx (%.9g): got 0x%0*llx, correctly rounded 0x%0*llx, "
+              "%llu ulp (allowed %s%llu)", cr_op_name(s.op),
+              kiln_dtype_name(s.from), kiln_dtype_name(s.to),
+              (unsigned long long)ss.over, (unsigned long long)ss.n, w,
+              (unsigned long long)ss.fail_x, cf_to_double(s.from, ss.fail_x),
+              wt, (unsigned long long)ss.fail_got, wt,
+              (unsigned long long)ss.fail_want,
+              (unsigned long long)ss.fail_ulp,
+              ss.fail_abs ? "the abs bound, not ulp; " : "",
+              (unsigned long long)ss.fail_allowed);
+    }
+    if (ss.worst_set)
+        note_ulp(o, s.op == CR_CAST ? "cast" : cr_op_name(s.op), s.to,
+                 ss.worst_ulp);
+    if (tg->sweep_print)
+        fprintf(stderr, "sweep: %s/%d %s %s->%s %s: %llu inputs [%llu, %llu), "
+                "worst %llu ulp at x=0x%0*llx (%.9g): got 0x%0*llx, "
+                "correctly rounded 0x%0*llx; %llu over the bound, %llu "
+                "undecided, %llu unbounded%s\n", t->category, t->tcid,
+                cr_op_name(s.op), kiln_dtype_name(s.from),
+                kiln_dtype_name(s.to), s.ftz ? "fast_math" : "default",
+                (unsigned long long)ss.n, (unsigned long long)lo,
+                (unsigned long long)hi, (unsigned long long)ss.worst_ulp, w,
+                (unsigned long long)ss.worst_x,
+                cf_to_double(s.from, ss.worst_x), wt,
+                (unsigned long long)ss.worst_got, wt,
+                (unsigned long long)ss.worst_want,
+                (unsigned long long)ss.over, (unsigned long long)ss.undecided,
+                (unsigned long long)ss.unchecked,
+                o->status == CF_FAIL ? " FAIL" : "");
+done:
+    execopts_free(&x);
+    kiln_exec_info_destroy(info);
+    done_context(tg, ctx);
+    kiln_fusion_destroy(f);
+}
+
 /* ------------------------------------------------------------------ entry */
 
 void cf_run_test(const cf_target *tg, const cf_test *test, cf_outcome *o)
@@ -1749,6 +1887,8 @@ void cf_run_test(const cf_target *tg, const cf_test *test, cf_outcome *o)
             run_cache(&tb, t, o);
         else if (strcmp(t->category, "numerics") == 0)
             run_numerics(&tb, t, o);
+        else if (strcmp(t->category, "sweep") == 0)
+            run_sweep(&tb, t, o);
         else
             run_differential(&tb, t, o);
     }

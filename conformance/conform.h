@@ -251,6 +251,71 @@ int cf_diff_dist(const json_t *input, const char *where, kiln_dtype dt,
 int cf_diff_generate(const json_t *input, const char *where, uint64_t *state,
                      cf_tensor *t, char *err, size_t cap);
 
+/* ------------------------------------------------------------------ sweep */
+
+/* crmath.c: the correctly rounded reference of the sweep category. */
+typedef enum cr_op {
+    CR_EXP, CR_LOG, CR_SQRT, CR_RSQRT, CR_RECIPROCAL, CR_TANH, CR_SIN, CR_COS,
+    CR_ERF, CR_SIGMOID, CR_FLOOR, CR_CEIL, CR_NEG, CR_ABS, CR_RELU, CR_CAST,
+    CR_N_OPS
+} cr_op;
+
+/* The correctly rounded result of op at x: `lo` == `hi` when decided, else
+** the two neighbours the exact value lies between (undecided = 1; relu(-0)
+** has both zeros as candidates, decided); approx: f(x) in binary64 (for
+** absolute bounds). */
+typedef struct cr_val {
+    uint64_t lo, hi;
+    double approx;
+    int undecided;
+    int stage; /* 0 exact op, 1 binary64 decided, 2 long double decided,
+               ** 3 undecided */
+} cr_val;
+
+int cr_op_parse(const char *name);         /* -1: not a sweep op */
+const char *cr_op_name(cr_op op);
+int cr_op_transcendental(cr_op op);
+/* op (not CR_CAST) at x of dtype dt (f32 or f64); non-zero: other dtype. */
+int cr_eval(cr_op op, kiln_dtype dt, uint64_t x, cr_val *r);
+/* cast f32 x to `to` (fusion-format.md, section 4); non-zero: bad `to`. */
+int cr_cast_f32(kiln_dtype to, uint32_t x, uint64_t *out);
+
+/* sweep.c: one sweep test (docs/conformance.md, "sweep"). */
+typedef struct cf_sweep {
+    cr_op op;
+    kiln_dtype from, to;
+    uint64_t count, seed;  /* the sample: `count` inputs */
+    int has_ulp;           /* bound.ulp is a number (null: unbounded) */
+    uint64_t ulp;
+    double ulp_per_abs_x;  /* allowed ulp += floor(|x| * this) */
+    int has_abs;           /* within [abs_lo, abs_hi]: |got - f(x)| <= abs */
+    double abs, abs_lo, abs_hi;
+    int ftz;               /* f32 subnormal inputs/results may flush */
+} cf_sweep;
+
+/* Decode and validate a sweep test's "sweep", "bound" and "fusion"
+** (which must be the canonical fusion of the op). */
+int cf_sweep_from_json(const json_t *test, cf_sweep *s, char *err, size_t cap);
+/* The canonical fusion text of a sweep (static storage per call: buf). */
+void cf_sweep_fusion(const cf_sweep *s, char *buf, size_t cap);
+/* Input k of the sample (k < count): the fixed inputs first (specials and
+** every binade's edges), then splitmix64 bit patterns from the seed. */
+uint64_t cf_sweep_input(const cf_sweep *s, uint64_t k);
+uint64_t cf_sweep_fixed_count(kiln_dtype dt);
+
+typedef struct cf_sweep_stats {
+    uint64_t n, undecided, unchecked, over;
+    uint64_t worst_ulp;              /* over checked ULP elements */
+    uint64_t worst_x, worst_got, worst_want;
+    int worst_set;
+    uint64_t fail_x, fail_got, fail_want, fail_ulp, fail_allowed;
+    int fail_abs;                    /* the first failure was an abs bound */
+} cf_sweep_stats;
+
+/* Check n outputs `got` (dtype s->to) for inputs `x` (dtype s->from). */
+void cf_sweep_check(const cf_sweep *s, size_t n, const void *x,
+                    const void *got, cf_sweep_stats *st);
+
 /* ----------------------------------------------------------------- cases */
 
 /* The result of one test (docs/conformance.md, "Results"); the values are
@@ -314,6 +379,9 @@ typedef struct cf_target {
     int plugin;            /* the backend is a plugin, not one of Kiln's own */
     cf_serde *serde;       /* --serde: enable=kernel_db is added to every
                               context on the backend under test (NULL: not) */
+    int sweep_all;         /* --sweep all: f32 sweeps run every input */
+    int sweep_print;       /* --sweep given: print a line per sweep test */
+    uint32_t sweep_i, sweep_n; /* --sweep-shard I/N (0/0: 1/1) */
 } cf_target;
 
 /* Fold output bytes into o->serde (no-op without --serde; thread-safe). */

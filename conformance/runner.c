@@ -334,7 +334,7 @@ static void usage(FILE *out)
 "                     conformance/vectors above this kiln)\n"
 "  --category NAME    run only this category (repeatable): options.parse,\n"
 "                     options.precedence, cache.isolation, numerics,\n"
-"                     differential\n"
+"                     differential, sweep\n"
 "  --filter REGEX     run tests whose id (category/tcId) or comment matches\n"
 "                     the POSIX extended REGEX\n"
 "  --exclude REGEX    leave out tests whose id or comment matches REGEX\n"
@@ -364,6 +364,11 @@ static void usage(FILE *out)
 "  --junit FILE       write JUnit XML\n"
 "  --report FILE.md   write a Markdown report\n"
 "  --timeout SECONDS  per-test time limit (default 60; fork mode only)\n"
+"  --sweep MODE       sweep tests: 'sample' (the vectors' sample, default)\n"
+"                     or 'all' (every f32 input, 2^32 per op); either\n"
+"                     prints each sweep test's worst ulp and its input\n"
+"  --sweep-shard I/N  with --sweep all: the I-th of N equal ranges of the\n"
+"                     2^32 inputs (1 <= I <= N)\n"
 "  --serde            run the selection twice, in two processes, on one fresh\n"
 "                     kernel database (enable=kernel_db): the second run must\n"
 "                     load every kernel the first compiled and reproduce its\n"
@@ -1182,7 +1187,8 @@ enum {
     O_BACKEND, O_DEVICE, O_VECTORS, O_CATEGORY, O_FILTER, O_EXCLUDE, O_SHARD,
     O_LIST, O_TAP, O_JUNIT, O_REPORT, O_TIMEOUT, O_SERDE, O_STRICT,
     O_ALLOW_UNAVAILABLE, O_SKIP_FLAG, O_EXPECTATIONS, O_WRITE_EXPECTATIONS,
-    O_RESULTS, O_CHECK_RESULTS, O_SERDE_RECORD, O_SERDE_CHECK
+    O_RESULTS, O_CHECK_RESULTS, O_SERDE_RECORD, O_SERDE_CHECK, O_SWEEP,
+    O_SWEEP_SHARD
 };
 static const cli_opt conform_opts[] = {
     [O_BACKEND] = {"--backend", CLI_VALUE},
@@ -1207,6 +1213,8 @@ static const cli_opt conform_opts[] = {
     [O_CHECK_RESULTS] = {"--check-results", CLI_VALUE},
     [O_SERDE_RECORD] = {"--serde-record", CLI_VALUE},
     [O_SERDE_CHECK] = {"--serde-check", CLI_VALUE},
+    [O_SWEEP] = {"--sweep", CLI_VALUE},
+    [O_SWEEP_SHARD] = {"--sweep-shard", CLI_VALUE},
     {NULL, CLI_FLAG},
 };
 
@@ -1371,7 +1379,8 @@ int kiln_cmd_conform(int argc, char **argv)
     long device = 0;
     double timeout = 60;
     int list = 0, strict = 0, allow_unavailable = 0, rc = 2, serde = 0;
-    int serde_failed = 0;
+    int serde_failed = 0, sweep_all = 0, sweep_print = 0;
+    long sweep_i = 1, sweep_n = 1;
     const char *serde_record = NULL, *serde_check = NULL;
     char vbuf[4200], err[2 * CF_MSG], esc[8 * CF_MSG];
     const char *vectors_from = NULL;
@@ -1446,6 +1455,21 @@ int kiln_cmd_conform(int argc, char **argv)
         case O_WRITE_EXPECTATIONS: write_expect = v; break;
         case O_RESULTS: results = v; break;
         case O_CHECK_RESULTS: check = v; break;
+        case O_SWEEP: /* sweep.c; printing a line per sweep test */
+            if (strcmp(v, "all") != 0 && strcmp(v, "sample") != 0) {
+                cli_usage(cmd, "--sweep needs 'sample' or 'all', not '%s'", v);
+                goto out;
+            }
+            sweep_all = strcmp(v, "all") == 0;
+            sweep_print = 1;
+            break;
+        case O_SWEEP_SHARD:
+            if (parse_shard(v, &sweep_i, &sweep_n)) {
+                cli_usage(cmd, "--sweep-shard needs I/N with 1 <= I <= N "
+                          "(got '%s')", v);
+                goto out;
+            }
+            break;
         default: goto out;
         }
     }
@@ -1616,6 +1640,10 @@ int kiln_cmd_conform(int argc, char **argv)
            vectors_from, shard, r.n_todo);
     fflush(stdout);
     r.tg.backend = chosen;
+    r.tg.sweep_all = sweep_all;
+    r.tg.sweep_print = sweep_print;
+    r.tg.sweep_i = (uint32_t)sweep_i;
+    r.tg.sweep_n = (uint32_t)sweep_n;
     r.tg.device = (int)device;
     r.tg.plugin = strcmp(chosen, "ref") != 0 && strcmp(chosen, "cuda") != 0 &&
                   strcmp(chosen, "nvrtc") != 0;

@@ -1349,6 +1349,40 @@ static int v_rules(vstate *v, const json_t *t)
             return cf_fail(v->err, v->cap, "rules.%s: the outcome must be a "
                            "non-empty string", k);
     }
+static int v_sweep(vstate *v, const json_t *t)
+{
+    static const char *const keys[] = {"tcId", "comment", "flags", "result",
+                                       "fusion", "options", "sweep", "bound",
+                                       "inputsAt", NULL};
+    cf_sweep s;
+    const json_t *at;
+    if (v_keys(v, t, "", keys) || v_options(v, t, "", "options") ||
+        v_typed(v, t, "", "inputsAt", 0, JSON_ARRAY, &at))
+        return 1;
+    if (cf_sweep_from_json(t, &s, v->err, v->cap) ||
+        v_charge(v, "sweep.count", (int64_t)s.count, 2))
+        return 1;
+    /* "inputsAt": [k, hex] pairs of the sample (the runner's generator
+    ** must agree) */
+    for (size_t i = 0; at && i < json_array_size(at); i++) {
+        const json_t *p = json_array_get(at, i);
+        const json_t *k = json_array_get(p, 0), *h = json_array_get(p, 1);
+        uint64_t bits;
+        char e[160];
+        if (!json_is_array(p) || json_array_size(p) != 2 ||
+            !json_is_integer(k) || json_integer_value(k) < 0 ||
+            (uint64_t)json_integer_value(k) >= s.count || !json_is_string(h) ||
+            cf_hex_parse(json_string_value(h), s.from, &bits, e, sizeof e))
+            return cf_fail(v->err, v->cap, "inputsAt[%zu]: must be [k, hex] "
+                           "with 0 <= k < sweep.count", i);
+        uint64_t want = cf_sweep_input(&s, (uint64_t)json_integer_value(k));
+        if (bits != want)
+            return cf_fail(v->err, v->cap, "inputsAt[%zu]: input %lld of the "
+                           "sample is 0x%llx here, the vector says 0x%llx", i,
+                           (long long)json_integer_value(k),
+                           (unsigned long long)want, (unsigned long long)bits);
+    }
+    v->cost->executes = 1;
     return 0;
 }
 
@@ -1373,6 +1407,8 @@ int cf_test_validate(const char *category, const json_t *test, cf_cost *cost,
         return v_numerics(&v, test, result);
     if (strcmp(category, "differential") == 0)
         return v_differential(&v, test);
+    if (strcmp(category, "sweep") == 0)
+        return v_sweep(&v, test);
     return cf_fail(err, cap, "category '%s' is not known to this runner",
                 category);
 }

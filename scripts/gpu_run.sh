@@ -7,8 +7,9 @@
 #   bash scripts/gpu_run.sh sanitize TOOL SECS [SHARD...]
 #   bash scripts/gpu_run.sh stress SECS
 #   bash scripts/gpu_run.sh many
+#   bash scripts/gpu_run.sh sweep FIRST LAST [N]
 #   bash scripts/gpu_run.sh only STAGE...   (unit python nvrtc_cache conform
-#     many_views matmul serde kdb memcheck racecheck bench torch pyoverhead)
+#     many_views matmul serde kdb memcheck racecheck bench torch pyoverhead sweep)
 # quick: unit tests + suite + the Python frontend's GPU checks; full: +
 #   compute-sanitizer subsets, benchmarks;
 # python: only the Python frontend: python/tests/gpu_check.py (torch, CuPy,
@@ -24,6 +25,14 @@
 # stress: the suite as 8 concurrent processes (8 shards) on the one GPU,
 #   repeated until SECS have passed;
 # many: only the many-view check (issue 11; also a stage of quick/full).
+# sweep FIRST LAST [N]: the exhaustive f32 sweep (`kiln conform --category
+#   sweep --sweep all`, docs/conformance.md "sweep"): --sweep-shard I/N for
+#   I = FIRST..LAST (N default 128), $JOBS (default 16) processes at a time
+#   on the one GPU, then the per-op table of scripts/sweep_summary.py
+#   (worst ULP and its input); each shard's log is in logs.tgz (sweep/I.log)
+#   so the tables of several calls merge with sweep_summary.py --expect-all.
+#   The stage `sweep` of `only` is the vectors' sample (2^20 per op, f64
+#   included) on cuda.
 # It uses the prebuilt carry/build (Check and jansson linked statically), so
 # the GPU machine needs no packages.  Each stage's status is summarised last.
 set -u
@@ -185,6 +194,18 @@ matmul_check() {
   python3 bench/matmul_bound.py --kiln $B/kiln --backend cuda || rc=1
   return "$rc"
 }
+# The exhaustive f32 sweep, shards FIRST..LAST of N (see the top).
+sweep_all_cuda() {
+  local first=$1 last=$2 n=$3
+  mkdir -p "$OUT/sweep"
+  # the pieces that finish within the stage's time are summarised
+  seq "$first" "$last" | timeout -k 5 "${STAGE_SECS:-570}" xargs -P "${JOBS:-16}" -I{} sh -c \
+    "CK_FORK=no $B/kiln conform --backend cuda --category sweep --filter f32 \
+     --sweep all --sweep-shard {}/$n --timeout 600 --tap $OUT/sweep/{}.tap \
+     > $OUT/sweep/{}.log 2>&1; echo shard {}/$n rc=\$?"
+  python3 scripts/sweep_summary.py "$OUT"/sweep/*.log \
+    | tee "$OUT/sweep-summary-$first-$last.txt"
+}
 # One named stage of quick/full/final (and of `only`).
 run_stage() {
   case "$1" in
@@ -194,6 +215,7 @@ run_stage() {
   conform) stage conform 420 conform_cuda ;;
   many_views) stage many_views 120 many_views_check ;;
   matmul) stage matmul 240 matmul_check ;;
+  sweep) stage sweep 300 env CK_FORK=no $B/kiln conform --backend cuda --category sweep --sweep sample --timeout 600 ;;
   serde) stage serde 400 conform_serde_cuda ;;
   kdb) stage kdb 120 $B/kiln bench kdb --backend cuda --runs 5 ;;
   memcheck) stage memcheck 70 compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300 ;;
@@ -208,6 +230,11 @@ if [ "$MODE" = python ]; then
   stage python 300 python_gpu
 elif [ "$MODE" = many ]; then
   stage many_views 120 many_views_check
+elif [ "$MODE" = sweep ]; then
+  FIRST=${2:?sweep needs FIRST LAST [N]}; LAST=${3:?and LAST}; N=${4:-128}
+  stage "sweep-$FIRST-$LAST" 570 sweep_all_cuda "$FIRST" "$LAST" "$N"
+  cp "$OUT/sweep-summary-$FIRST-$LAST.txt" "$FINAL/" 2>/dev/null
+  cat "$OUT/sweep-summary-$FIRST-$LAST.txt" 2>/dev/null
 elif [ "$MODE" = sanitize ]; then
   TOOL=${2:?sanitize needs TOOL (memcheck or racecheck)}; SECS=${3:?and SECS}
   shift 3

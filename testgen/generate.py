@@ -26,7 +26,7 @@ import validate_schema  # noqa: E402
 
 # One module per category; each has build() -> {filename: object}.
 MODULES = ("options_parse", "options_precedence", "cache_isolation",
-           "numerics", "differential")
+           "numerics", "differential", "sweep")
 
 
 def build_all(verbose=False):

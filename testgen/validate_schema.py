@@ -54,7 +54,7 @@ def _status_names():
 
 STATUSES = _status_names()
 CATEGORIES = ("options.parse", "options.precedence", "cache.isolation",
-              "numerics", "differential")
+              "numerics", "differential", "sweep")
 
 
 class Bad(Exception):
@@ -574,9 +574,69 @@ def _differential(t, _, test):
             _str(c, "absFusion", w)
 
 
+SWEEP_OPS = ("exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sin",
+             "cos", "erf", "sigmoid", "floor", "ceil", "neg", "abs", "relu",
+             "cast")
+
+
+def _num(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _sweep(t, _, test):
+    """conformance/sweep.c cf_sweep_from_json and vectors.c v_sweep."""
+    import sweep as sw
+    _keys(t, BASE + ("fusion", "options", "sweep", "bound", "inputsAt"), "")
+    fusion = _str(t, "fusion", "")
+    _options(t, "options", "")
+    s = _typed(t, "sweep", "", dict)
+    _keys(s, ("op", "from", "to", "count", "seed"), "sweep")
+    op = _str(s, "op", "sweep", allowed=SWEEP_OPS)
+    frm = _str(s, "from", "sweep", allowed=("f32", "f64"))
+    to = _str(s, "to", "sweep", allowed=tuple(WIDTH))
+    if (op == "cast") != (frm == "f32" and to != frm) or \
+            (op != "cast" and to != frm):
+        raise Bad("sweep.to: a cast goes from f32 to another dtype; any "
+                  "other op keeps the dtype")
+    count = _int(s, "count", "sweep", sw.fixed_count(frm), 2 ** 24)
+    seed = _int(s, "seed", "sweep", 0, INT64_MAX)
+    if 2 * count > BUDGET_ELEMENTS:
+        raise Bad("sweep.count: over the per-test budget")
+    want = ("kiln.fusion 1\n%%0 = input %s [?]\n%%1 = %s\noutput %%1\n"
+            % (frm, "cast %%0 %s" % to if op == "cast" else op + " %0"))
+    if fusion != want:
+        raise Bad("fusion: must be the sweep's own fusion")
+    b = _typed(t, "bound", "", dict)
+    _keys(b, ("ulp", "ulpPerAbsX", "abs", "absWithin", "ftz"), "bound")
+    if "ulp" not in b or not (b["ulp"] is None or (
+            isinstance(b["ulp"], int) and not isinstance(b["ulp"], bool)
+            and 0 <= b["ulp"] <= INT64_MAX)):
+        raise Bad("bound.ulp: an integer >= 0, or null")
+    if "ulpPerAbsX" in b and not (_num(b["ulpPerAbsX"]) and
+                                  b["ulpPerAbsX"] >= 0):
+        raise Bad("bound.ulpPerAbsX: a number >= 0")
+    if ("abs" in b) != ("absWithin" in b) or ("abs" in b and not (
+            _num(b["abs"]) and b["abs"] >= 0 and
+            isinstance(b["absWithin"], list) and
+            len(b["absWithin"]) == 2 and all(map(_num, b["absWithin"])))):
+        raise Bad("bound.abs (a number >= 0) and bound.absWithin ([lo, hi]) "
+                  "come together")
+    if not isinstance(b.get("ftz"), bool):
+        raise Bad("bound.ftz: true or false")
+    for i, p in enumerate(_typed(t, "inputsAt", "", list, required=False)
+                          or []):
+        if not (isinstance(p, list) and len(p) == 2 and
+                isinstance(p[0], int) and not isinstance(p[0], bool) and
+                0 <= p[0] < count and _hex_ok(p[1], frm)):
+            raise Bad("inputsAt[%d]: must be [k, hex] with 0 <= k < "
+                      "sweep.count" % i)
+        if int(p[1], 16) != sw.sample_input(frm, seed, p[0]):
+            raise Bad("inputsAt[%d]: not input %d of the sample" % (i, p[0]))
+
+
 RULES = {"options.parse": _parse, "options.precedence": _precedence,
          "cache.isolation": _cache, "numerics": _numerics,
-         "differential": _differential}
+         "differential": _differential, "sweep": _sweep}
 
 
 def validate(doc, name="<doc>", per_test=None):

@@ -422,7 +422,8 @@ COMMANDS = {  # subcommand: (every option it accepts, '=' marking those with a v
     'conform': ['--backend=', '--device=', '--vectors=', '--category=', '--filter=',
                 '--exclude=', '--shard=', '--list', '--tap=', '--junit=', '--report=',
                 '--timeout=', '--serde', '--serde-record=', '--serde-check=', '--strict', '--allow-unavailable', '--skip-flag=',
-                '--expectations=', '--write-expectations=', '--results=', '--check-results='],
+                '--expectations=', '--write-expectations=', '--results=', '--check-results=',
+                '--sweep=', '--sweep-shard='],
     'cache': ['--json', '--backend=', '--plan-capacity=', '--kernel-capacity=', '--repeat=',
               '--enable=', '--disable='],
     'cache counters': ['--backend=', '--plan-capacity=', '--kernel-capacity=', '--repeat=',
@@ -454,6 +455,26 @@ def test_usage_errors():
             rc, out, err = run(*(words + extra))
             check(rc == 2 and out == '' and needle in err,
                   '%s %s: rc %d, %r lacks %r' % (cmd, extra, rc, err, needle))
+
+
+def test_sweep_options():
+    """--sweep and --sweep-shard (docs/conformance.md, "sweep"): bad values
+    are usage errors; --sweep all runs the shard's range of the 2^32 f32
+    inputs and prints its line."""
+    for extra, needle in ((['--sweep', 'some'], "--sweep needs 'sample' or 'all'"),
+                          (['--sweep-shard', '0/4'], '--sweep-shard needs I/N'),
+                          (['--sweep-shard', '5/4'], '--sweep-shard needs I/N')):
+        rc, out, err = run('conform', '--backend', 'ref', *extra)
+        check(rc == 2 and needle in err, '%s: rc %d, %r' % (extra, rc, err))
+    rc, out, err = run('conform', '--backend', 'ref', '--category', 'sweep',
+                       '--filter', '^sweep/13$', '--sweep', 'all',
+                       '--sweep-shard', '4096/4096')
+    check(rc == 0, 'sweep all shard: rc %d\n%s%s' % (rc, out[-2000:], err[-2000:]))
+    check('sweep: sweep/13 neg f32->f32 default: 1048576 inputs '
+          '[4293918720, 4294967296), worst 0 ulp' in err, err[-2000:])
+    rc, out, err = run('conform', '--backend', 'ref', '--category', 'sweep',
+                       '--filter', '^sweep/13$')
+    check(rc == 0 and 'sweep:' not in err, 'no --sweep: no lines\n' + err[-2000:])
 
 
 def test_help():
