@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/npy.h"
 #include "conform.h"
 
 #define FZ_MAX_NODES 96
@@ -705,50 +706,6 @@ static int64_t terms(const fz_case *c, int k)
 
 /* ---------------------------------------------------------------- inputs */
 
-/* kiln run --random: one splitmix64 stream over the inputs in order
-** (runtime/cli/npy.c, kiln_npy_random; f16 as its f32_to_f16). */
-static uint16_t f32_to_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    int32_t e = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-    uint32_t m = x & 0x7fffffu;
-    if (e <= 0)
-        return (uint16_t)sign;
-    if (e >= 31)
-        return (uint16_t)(sign | 0x7c00u);
-    uint32_t h = sign | ((uint32_t)e << 10) | (m >> 13);
-    uint32_t rest = m & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
-        h++;
-    return (uint16_t)h;
-}
-
-static void random_fill(kiln_dtype dt, size_t n, uint64_t *state, void *dst)
-{
-    for (size_t i = 0; i < n; i++) {
-        uint64_t r = cf_splitmix64(state);
-        double u = (double)(r >> 11) * (1.0 / 9007199254740992.0);
-        float f = (float)(u * 4.0 - 2.0);
-        switch (dt) {
-        case KILN_BOOL: ((uint8_t *)dst)[i] = (uint8_t)(r >> 63); break;
-        case KILN_I32: ((int32_t *)dst)[i] = (int32_t)(r % 201) - 100; break;
-        case KILN_I64: ((int64_t *)dst)[i] = (int64_t)(r % 201) - 100; break;
-        case KILN_F16: ((uint16_t *)dst)[i] = f32_to_f16(f); break;
-        case KILN_BF16: {
-            uint32_t x;
-            memcpy(&x, &f, 4);
-            ((uint16_t *)dst)[i] = (uint16_t)(x >> 16);
-            break;
-        }
-        case KILN_F32: ((float *)dst)[i] = f; break;
-        case KILN_F64: ((double *)dst)[i] = u * 4.0 - 2.0; break;
-        default: break;
-        }
-    }
-}
-
 typedef struct host_in {
     kiln_dtype dt;
     int rank;
@@ -784,26 +741,12 @@ static int make_inputs(const fz_case *c, host_in *h)
         x->dense = calloc(x->numel ? x->numel : 1, es);
         if (x->dense == NULL)
             return 1;
-        random_fill(n->dt, x->numel, &state, x->dense);
+        kiln_npy_random(n->dt, x->numel, &state, x->dense); /* kiln run --random */
         if (!c->in[i].strided || x->numel == 0)
             continue;
-        /* pitched (unit inner stride, one element of padding after every
-        ** row at every level) or reversed (column-major) order */
-        int64_t st = 1;
-        if (c->in[i].perm == 0) {
-            for (int d = n->rank - 1; d >= 0; d--) {
-                x->strides[d] = st;
-                st = st * x->shape[d] + 1;
-            }
-        } else {
-            for (int d = 0; d < n->rank; d++) {
-                x->strides[d] = st;
-                st *= x->shape[d];
-            }
-        }
         size_t storage = 1;
-        for (int d = 0; d < n->rank; d++)
-            storage += (size_t)((x->shape[d] - 1) * x->strides[d]);
+        kiln_npy_layout(c->in[i].perm ? "column-major" : "pitched", n->rank,
+                        x->shape, x->strides, &storage);
         x->storage = storage;
         x->strided = malloc(storage * es);
         if (x->strided == NULL)
@@ -1199,6 +1142,10 @@ static void report(FILE *out, const fz_case *c, const char *backend,
                                   d ? "x" : "",
                                   n->cls[d] < 0 ? (int64_t)1 : c->csize[n->cls[d]]);
     }
+    for (int i = 0; i < c->n_in && u < sizeof cmd; i++)
+        if (c->in[i].strided)
+            u += (size_t)snprintf(cmd + u, sizeof cmd - u, " --layout %d=%s", i,
+                                  c->in[i].perm ? "column-major" : "pitched");
     for (int i = 0; i < c->n_en && u < sizeof cmd; i++)
         u += (size_t)snprintf(cmd + u, sizeof cmd - u, " --enable %s", c->en[i]);
     for (int i = 0; i < c->n_dis && u < sizeof cmd; i++)
@@ -1207,11 +1154,6 @@ static void report(FILE *out, const fz_case *c, const char *backend,
             "# save the fusion below as fuzz-%" PRIu64 ".kf; replay:\n"
             "#   %s --backend %s --out got\n#   %s --backend ref --out want\n",
             id, c->seed, backend, msg, c->seed, cmd, backend, cmd);
-    for (int i = 0; i < c->n_in; i++)
-        if (c->in[i].strided)
-            fprintf(out, "# input %d was a strided view here (%s strides); "
-                    "kiln run passes it contiguous\n", i,
-                    c->in[i].perm ? "column-major" : "pitched");
     fprintf(out, "%s---- end of fuzz seed %" PRIu64 "\n", kf ? kf : "", c->seed);
     fflush(out);
     free(kf);

@@ -628,6 +628,24 @@ def test_fuzz_flags():
     check(rc == 2 and 'below 2^63' in err, 'seed range: %d %r' % (rc, err))
 
 
+
+def test_run_layout():
+    """kiln run --layout passes a random input as the fuzz category's
+    strided views: the same values, so ref prints the same outputs; an
+    unknown layout is a usage error."""
+    kf = 'examples/fuzz_seed33.kf'
+    base = ['run', kf, '--random', '33', '--shape', '0=3x2', '--shape', '1=2x4',
+            '--shape', '2=1x4', '--backend', 'ref']
+    rc, dense, err = run(*base)
+    check(rc == 0 and dense.startswith('output 0: f32 [3, 4]:'), 'dense: %r %r' % (dense, err))
+    for lay in ('0=column-major', '0=pitched', '1=pitched', '1=column-major'):
+        rc, out, err = run(*(base + ['--layout', lay]))
+        check(rc == 0 and out == dense, '%s: %r vs %r %r' % (lay, out, dense, err))
+    rc, out, err = run(*(base + ['--layout', '0=diagonal']))
+    check(rc == 2 and 'pitched or column-major' in err and out == '', 'bad: %d %r' % (rc, err))
+    rc, out, err = run(*(base + ['--layout', '7=pitched']))
+    check(rc == 2 and '--layout' in err, 'bad input: %d %r' % (rc, err))
+
 def main():
     global KILN, PLUGIN
     if len(sys.argv) != 3:
