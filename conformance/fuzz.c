@@ -355,7 +355,43 @@ static int gen_exact(fz_case *c, uint64_t *s, int lo)
             return -1;
         kiln_dtype dt = c->nodes[v].dt;
         int k = (int)rnd(s, is_fcomp(dt) ? 2 : 3);
-        return reduce(c, s, v, k == 0 ? "max" : k == 1 ? "min" : "sum", 1);
+        const char *op = k == 0 ? "max" : k == 1 ? "min" : "sum";
+        if (!chance(s, 35))
+            return reduce(c, s, v, op, 1);
+        /* without keepdim, then a broadcast op puts the reduced axes back */
+        int r = reduce(c, s, v, op, 0);
+        if (r < 0)
+            return -1;
+        char attr[64], ax[40];
+        const char *a0 = strchr(c->nodes[r].attr, '[');
+        const char *a1 = a0 ? strchr(a0, ']') : NULL;
+        if (a0 == NULL || a1 == NULL || (size_t)(a1 - a0) >= sizeof ax)
+            return -1;
+        snprintf(ax, sizeof ax, "%.*s", (int)(a1 - a0 + 1), a0);
+        snprintf(attr, sizeof attr, "rank=%d new=%s", c->nodes[v].rank, ax);
+        int b = add_node(c, "broadcast", 1, r, 0, 0, attr, dt);
+        if (b < 0)
+            return -1;
+        fz_node *bn = &c->nodes[b];
+        const fz_node *src = &c->nodes[v], *red = &c->nodes[r];
+        bn->rank = src->rank;
+        bn->bmask = 0;
+        for (int d = 0, q = 0; d < src->rank; d++) {
+            int reduced = 0;
+            for (const char *p = a0 + 1; p < a1; p++)
+                if (*p >= '0' && *p <= '9' && atoi(p) == d &&
+                    (p == a0 + 1 || p[-1] == ' ' || p[-1] == '['))
+                    reduced = 1;
+            if (reduced) {
+                bn->cls[d] = -1;
+                bn->bmask |= 1u << d;
+            } else {
+                bn->cls[d] = red->cls[q];
+                bn->bmask |= (red->bmask >> q & 1u) << d;
+                q++;
+            }
+        }
+        return b;
     }
     default: { /* a plain chain step */
         kiln_dtype dt = arith_for(s, have, 0);
