@@ -158,6 +158,14 @@ judge() {
         *) by="$by${by:+, }(also $c $n)" ;;
         esac
     done
+    # a fuzz failure must come with its minimised .kf and replay commands
+    local nf
+    nf=$(failures "$log" fuzz)
+    if [ "$nf" -gt 0 ] && ! grep -q '^---- end of fuzz seed' "$log"; then
+        row "$subject" "${want// /|}" "$nf" "FUZZ FAILURE WITHOUT ITS .kf REPORT"
+        status=1
+        return
+    fi
     if [ "$total" -gt 0 ]; then
         row "$subject" "${want// /|}" "$total" "caught by $by"
     else
