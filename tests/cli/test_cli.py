@@ -623,6 +623,10 @@ def test_fuzz_flags():
                 ['--seed', 'x'], ['--seed', '9223372036854775808']):
         rc, out, err = run('conform', '--list', '--category', 'fuzz', *bad)
         check(rc == 2 and 'needs an integer' in err, '%r: %d %r' % (bad, rc, err))
+    rc, out, err = run('conform', '--backend', 'ref', '--category', 'fuzz',
+                       '--results', tmpdir() + '/r.json')
+    check(rc == 2 and '--results does not cover the fuzz category' in err,
+          'results: %d %r' % (rc, err))
     rc, out, err = run('conform', '--list', '--category', 'fuzz', '--seed',
                        '9223372036854775807', '--count', '2')
     check(rc == 2 and 'below 2^63' in err, 'seed range: %d %r' % (rc, err))
