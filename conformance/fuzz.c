@@ -49,7 +49,7 @@ enum { OUT_EXACT, OUT_ULP, OUT_SUM, OUT_MM };
 typedef struct fz_node {
     char op[16];
     int a[3], n_args;      /* operands (node ids) */
-    char attr[48];         /* the rest of the statement */
+    char attr[64];         /* the rest of the statement */
     kiln_dtype dt;
     int rank;
     unsigned bmask;        /* broadcast axes */
