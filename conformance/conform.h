@@ -336,6 +336,9 @@ void cf_case_context_done(const cf_target *tg, kiln_context *ctx);
 ** text (malloc'd; non-zero when out of memory). */
 void cf_run_fuzz(const cf_target *tg, const cf_test *t, cf_outcome *o);
 int cf_fuzz_text(uint64_t seed, char **kf);
+/* The default-profile ULP bound the fuzz category uses for op on dt (the
+** table of docs/numerics.md, "Transcendentals"); -1 when it has none. */
+int cf_fuzz_ulp_bound(const char *op, kiln_dtype dt);
 /* The fuzz category's tests, made in memory: tcId i+1 has "seed" seed+i
 ** (i < count), in a file of suite version `suite_version`.  The runner
 ** adds it when --category fuzz, --seed or --count is given (defaults

@@ -416,6 +416,15 @@ static const struct {
                  {"sin", 2, 2},  {"cos", 2, 2},     {"pow", 4, 2},
                  {"rsqrt", 2, 1},{"erf", 2, 2},     {"sigmoid", 4, 4}};
 
+int cf_fuzz_ulp_bound(const char *op, kiln_dtype dt)
+{
+    for (size_t k = 0; k < sizeof ulp_table / sizeof ulp_table[0]; k++)
+        if (strcmp(ulp_table[k].op, op) == 0)
+            return dt == KILN_F32 ? ulp_table[k].f32
+                   : dt == KILN_F64 ? ulp_table[k].f64 : -1;
+    return -1;
+}
+
 static int add_input(fz_case *c, uint64_t *s, int rank, const int *cls,
                      kiln_dtype dt)
 {

@@ -132,6 +132,48 @@ START_TEST(runs_clean_on_ref)
 }
 END_TEST
 
+/* The fuzz category's ULP bounds are the table of docs/numerics.md
+** (read from the document, run from the repository root). */
+START_TEST(ulp_bounds_match_numerics_md)
+{
+    size_t len = 0;
+    char *doc = cf_read_file("docs/numerics.md", &len);
+    ck_assert_ptr_nonnull(doc);
+    char *h = strstr(doc, "| dtype | exp |");
+    ck_assert_ptr_nonnull(h);
+    char ops[12][16];
+    int n_ops = 0, rows = 0;
+    char *line = h;
+    for (char *p = strchr(line, '|') + 1; n_ops < 12; n_ops++) {
+        char *q = strchr(p, '|');
+        if (q == NULL || memchr(p, '\n', (size_t)(q - p)) != NULL)
+            break;
+        sscanf(p, " %15s", ops[n_ops]);
+        p = q + 1;
+    }
+    ck_assert_int_eq(n_ops, 10); /* dtype + 9 functions */
+    for (char *r = strchr(h, '\n'); r && (r = strchr(r + 1, '\n')) != NULL;) {
+        char dt[8] = "";
+        if (sscanf(r + 1, "| %7s |", dt) != 1 ||
+            (strcmp(dt, "f32") != 0 && strcmp(dt, "f64") != 0))
+            break;
+        kiln_dtype d = dt[1] == '3' ? KILN_F32 : KILN_F64;
+        char *p = strchr(r + 2, '|') + 1;
+        for (int k = 1; k < n_ops; k++) {
+            int want = (int)strtol(p, &p, 10);
+            ck_assert_msg(cf_fuzz_ulp_bound(ops[k], d) == want,
+                          "%s %s: fuzz uses %d ulp, numerics.md says %d",
+                          ops[k], dt, cf_fuzz_ulp_bound(ops[k], d), want);
+            p = strchr(p, '|') + 1;
+        }
+        rows++;
+    }
+    ck_assert_int_eq(rows, 2);
+    ck_assert_int_eq(cf_fuzz_ulp_bound("add", KILN_F32), -1);
+    free(doc);
+}
+END_TEST
+
 Suite *fuzz_suite(void)
 {
     Suite *s = suite_create("fuzz");
@@ -140,6 +182,7 @@ Suite *fuzz_suite(void)
     tcase_add_test(tc, generated_fusions_are_valid_and_cover_every_op);
     tcase_add_test(tc, test_file_ranges);
     tcase_add_test(tc, runs_clean_on_ref);
+    tcase_add_test(tc, ulp_bounds_match_numerics_md);
     suite_add_tcase(s, tc);
     return s;
 }
