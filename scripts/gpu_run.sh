@@ -226,26 +226,26 @@ elif [ "$MODE" = fuzz ]; then
     s=$(( s + n ))
   done
   wait
-  ok=0; bad=0; lost=""; first_missing=""
+  fz_ok=0; fz_bad=0; lost=""; first_missing=""
   for f in "$OUT"/fuzz/*.rc; do
     b=$(basename "$f" .rc); rc=$(cat "$f")
     if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then lost="$lost $b"; continue; fi
     if [ ! -s "$OUT/fuzz/$b.tap" ]; then # a crash ends the one process
-      bad=$(( bad + 1 )); echo "fuzz: block $b ended with status $rc and no TAP:"
+      fz_bad=$(( fz_bad + 1 )); echo "fuzz: block $b ended with status $rc and no TAP:"
       tail -n 20 "$OUT/fuzz/$b.log"; continue
     fi
-    ok=$(( ok + $(grep -c '^ok ' "$OUT/fuzz/$b.tap") ))
-    bad=$(( bad + $(grep -c '^not ok ' "$OUT/fuzz/$b.tap") ))
+    fz_ok=$(( fz_ok + $(grep -c '^ok ' "$OUT/fuzz/$b.tap") ))
+    fz_bad=$(( fz_bad + $(grep -c '^not ok ' "$OUT/fuzz/$b.tap") ))
   done
   for b in $lost; do
     if [ -z "$first_missing" ] || [ "$b" -lt "$first_missing" ]; then first_missing=$b; fi
   done
   [ -z "$first_missing" ] && first_missing=$s
-  dt=$(( $(date +%s) - t0 ))
-  if [ "$bad" = 0 ]; then
-    echo "fuzz: CLEAN: $ok tests (seeds $FIRST..$(( first_missing - 1 )) and any later finished blocks) in $dt s" | tee -a "$OUT/summary.log"
+  fz_dt=$(( $(date +%s) - t0 ))
+  if [ "$fz_bad" = 0 ]; then
+    echo "fuzz: CLEAN: $fz_ok tests (seeds $FIRST..$(( first_missing - 1 )) and any later finished blocks) in $fz_dt s" | tee -a "$OUT/summary.log"
   else
-    echo "fuzz: FAILED: $bad of $(( ok + bad )) tests in $dt s" | tee -a "$OUT/summary.log"
+    echo "fuzz: FAILED: $fz_bad of $(( fz_ok + fz_bad )) tests in $fz_dt s" | tee -a "$OUT/summary.log"
     cat "$OUT"/fuzz/*.log | sed -n '/^---- fuzz\//,/^---- end of fuzz seed/p' | head -400 | tee -a "$OUT/summary.log"
     grep -h '^not ok ' "$OUT"/fuzz/*.tap | head -50 | tee -a "$OUT/summary.log"
   fi
