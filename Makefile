@@ -59,7 +59,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all lib cli unit test test-unit check-layers test-asan test-tsan deps install fuzz-kf fuzz-trigger \
+.PHONY: all lib cli unit test test-unit check-layers conform-fuzz test-asan test-tsan deps install fuzz-kf fuzz-trigger \
         test-verdict check-vectors \
         check-cuda-headers test-cli fuzz-npy fuzz-vectors test-python fuzz-kdb \
         uninstall clean help fuzz coverage conform bench gpu-bundle \
@@ -138,7 +138,7 @@ UNIT_CONF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,conformance/vectors.c \
                    conformance/sweep.c conformance/crmath.c \
                    conformance/sha256.c conformance/expectations.c \
                    conformance/verdict.c conformance/report.c conformance/cases.c \
-                   conformance/outputs.c \
+                   conformance/outputs.c conformance/fuzz.c \
                    runtime/cli/npy.c runtime/tool/outfile.c \
                    runtime/tool/args.c)
 $(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a \
@@ -190,6 +190,7 @@ test:
 	$(MAKE) valgrind
 	$(MAKE) nvrtc-check
 	$(MAKE) conform-ref
+	$(MAKE) conform-fuzz
 	$(MAKE) mutants
 	$(MAKE) examples
 	@echo "make test: all stages passed"
@@ -279,6 +280,17 @@ conform-ref: all
 	@if [ -d conformance/vectors ] && ls conformance/vectors/*.json >/dev/null 2>&1; then \
 	  $(BUILD)/kiln conform --backend ref --strict --junit $(BUILD)/conform-ref.xml; \
 	 else echo "conform-ref: no vectors yet"; fi
+
+# The fuzz category (docs/conformance.md, "The fuzz category"): random
+# fusions with fixed seeds on the test plugin (ref's code behind the plugin
+# ABI, against the built-in ref) and on ref itself (strided views against
+# contiguous inputs).  FUZZ_COUNT fusions each.
+FUZZ_COUNT ?= 1000
+conform-fuzz: all plugins
+	$(BUILD)/kiln conform --backend $(abspath $(BUILD)/plugins/libkiln_test_plugin.so) \
+	  --category fuzz --seed 1 --count $(FUZZ_COUNT)
+	$(BUILD)/kiln conform --backend ref --category fuzz --seed 1000001 \
+	  --count $(FUZZ_COUNT)
 
 # Builds what it can (-k), so that the table shows every mutant; one that
 # does not build (its patch no longer applies, say) is NOT BUILT there and

@@ -25,7 +25,7 @@
 
 const char *const cf_categories[] = {
     "options.parse", "options.precedence", "cache.isolation", "numerics",
-    "differential", "sweep", NULL};
+    "differential", "sweep", "fuzz", NULL};
 
 int cf_category_known(const char *name)
 {
@@ -624,6 +624,16 @@ static void done_context(const cf_target *tg, kiln_context *ctx)
         }
     }
     kiln_context_destroy(ctx);
+}
+
+kiln_status cf_case_context(const cf_target *tg, kiln_context **ctx)
+{
+    return make_context(tg, NULL, NULL, NULL, 1, ctx);
+}
+
+void cf_case_context_done(const cf_target *tg, kiln_context *ctx)
+{
+    done_context(tg, ctx);
 }
 
 void cf_serde_fold(cf_outcome *o, const void *data, size_t n)
@@ -1889,6 +1899,8 @@ void cf_run_test(const cf_target *tg, const cf_test *test, cf_outcome *o)
             run_numerics(&tb, t, o);
         else if (strcmp(t->category, "sweep") == 0)
             run_sweep(&tb, t, o);
+        else if (strcmp(t->category, "fuzz") == 0)
+            cf_run_fuzz(&tb, t, o);
         else
             run_differential(&tb, t, o);
     }

@@ -395,6 +395,29 @@ int cf_category_known(const char *name);
 ** status is final (cf_finish_outcome has run). */
 void cf_run_test(const cf_target *tg, const cf_test *t, cf_outcome *out);
 
+/* A context on tg's backend as every case makes one (cases.c), and its
+** release (--serde counters first). */
+kiln_status cf_case_context(const cf_target *tg, kiln_context **ctx);
+void cf_case_context_done(const cf_target *tg, kiln_context *ctx);
+
+/* fuzz.c: the `fuzz` category.  cf_run_fuzz runs the random fusion of the
+** test's "seed" on tg and on ref; cf_fuzz_text gives that fusion's .kf
+** text (malloc'd; non-zero when out of memory). */
+void cf_run_fuzz(const cf_target *tg, const cf_test *t, cf_outcome *o);
+int cf_fuzz_text(uint64_t seed, char **kf);
+/* The default-profile ULP bound the fuzz category uses for op on dt (the
+** table of docs/numerics.md, "Transcendentals"); -1 when it has none. */
+int cf_fuzz_ulp_bound(const char *op, kiln_dtype dt);
+/* The fuzz category's tests, made in memory: tcId i+1 has "seed" seed+i
+** (i < count), in a file of suite version `suite_version`.  The runner
+** adds it when --category fuzz, --seed or --count is given (defaults
+** CF_FUZZ_SEED, CF_FUZZ_COUNT).  Non-zero + err on a bad range. */
+#define CF_FUZZ_SEED 1
+#define CF_FUZZ_COUNT 200
+#define CF_FUZZ_MAX_COUNT 1000000
+int cf_fuzz_file(uint64_t seed, uint64_t count, const char *suite_version,
+                 cf_file *out, char *err, size_t cap);
+
 /* The op that defines output `index` of a .kf text ("?" when it cannot be
 ** told), from the text alone. */
 void cf_output_op(const char *kf, size_t index, char *op, size_t cap);

@@ -334,7 +334,10 @@ static void usage(FILE *out)
 "                     conformance/vectors above this kiln)\n"
 "  --category NAME    run only this category (repeatable): options.parse,\n"
 "                     options.precedence, cache.isolation, numerics,\n"
-"                     differential, sweep\n"
+"                     differential, sweep, fuzz\n"
+"  --seed S, --count N  the fuzz category: N random fusions from seeds\n"
+"                     S..S+N-1 (default 1 and 200; either adds the category\n"
+"                     to the selection when --category is given)\n"
 "  --filter REGEX     run tests whose id (category/tcId) or comment matches\n"
 "                     the POSIX extended REGEX\n"
 "  --exclude REGEX    leave out tests whose id or comment matches REGEX\n"
@@ -739,6 +742,39 @@ static int check_categories(const run *r, const selection *q,
         fprintf(stderr, "\n");
         return 2;
     }
+    return 0;
+}
+
+/* The fuzz category is made in memory (fuzz.c): added when it is asked
+** for (--category fuzz) or --seed/--count is given; a fuzz file among the
+** vectors is replaced then.  0, or 2 with a message. */
+static int fuzz_add(run *r, const selection *q, int asked, uint64_t seed,
+                    uint64_t count)
+{
+    for (size_t c = 0; c < q->n_cats; c++)
+        asked |= strcmp(q->cats[c], "fuzz") == 0;
+    if (!asked)
+        return 0;
+    size_t f = 0;
+    while (f < r->n_files && strcmp(r->files[f].category, "fuzz") != 0)
+        f++;
+    cf_file *nf = realloc(r->files, (r->n_files + 2) * sizeof *nf);
+    if (nf == NULL)
+        return 2;
+    r->files = nf;
+    char err[CF_MSG];
+    cf_file made;
+    if (cf_fuzz_file(seed, count, r->files[0].suite_version, &made, err,
+                     sizeof err)) {
+        fprintf(stderr, "kiln conform: %s\n", err);
+        return 2;
+    }
+    if (f < r->n_files)
+        cf_file_free(&r->files[f]);
+    else
+        r->n_files++;
+    r->files[f] = made;
+    qsort(r->files, r->n_files, sizeof *r->files, cmp_files);
     return 0;
 }
 
@@ -1188,7 +1224,7 @@ enum {
     O_LIST, O_TAP, O_JUNIT, O_REPORT, O_TIMEOUT, O_SERDE, O_STRICT,
     O_ALLOW_UNAVAILABLE, O_SKIP_FLAG, O_EXPECTATIONS, O_WRITE_EXPECTATIONS,
     O_RESULTS, O_CHECK_RESULTS, O_SERDE_RECORD, O_SERDE_CHECK, O_SWEEP,
-    O_SWEEP_SHARD
+    O_SWEEP_SHARD, O_SEED, O_COUNT
 };
 static const cli_opt conform_opts[] = {
     [O_BACKEND] = {"--backend", CLI_VALUE},
@@ -1215,6 +1251,8 @@ static const cli_opt conform_opts[] = {
     [O_SERDE_CHECK] = {"--serde-check", CLI_VALUE},
     [O_SWEEP] = {"--sweep", CLI_VALUE},
     [O_SWEEP_SHARD] = {"--sweep-shard", CLI_VALUE},
+    [O_SEED] = {"--seed", CLI_VALUE},
+    [O_COUNT] = {"--count", CLI_VALUE},
     {NULL, CLI_FLAG},
 };
 
@@ -1381,6 +1419,8 @@ int kiln_cmd_conform(int argc, char **argv)
     int list = 0, strict = 0, allow_unavailable = 0, rc = 2, serde = 0;
     int serde_failed = 0, sweep_all = 0, sweep_print = 0;
     long sweep_i = 1, sweep_n = 1;
+    int fuzz_asked = 0;
+    uint64_t fuzz_seed = CF_FUZZ_SEED, fuzz_count = CF_FUZZ_COUNT;
     const char *serde_record = NULL, *serde_check = NULL;
     char vbuf[4200], err[2 * CF_MSG], esc[8 * CF_MSG];
     const char *vectors_from = NULL;
@@ -1470,6 +1510,24 @@ int kiln_cmd_conform(int argc, char **argv)
                 goto out;
             }
             break;
+        case O_SEED:
+        case O_COUNT: {
+            char *e;
+            errno = 0;
+            unsigned long long n = strtoull(v, &e, 10);
+            if (errno || e == v || *e || v[0] == '-' ||
+                n > (opt == O_SEED ? (unsigned long long)INT64_MAX
+                                   : CF_FUZZ_MAX_COUNT) ||
+                (opt == O_COUNT && n == 0)) {
+                cli_usage(cmd, "%s needs an integer (seed 0..2^63-1, count "
+                          "1..%d), not '%s'", opt == O_SEED ? "--seed" :
+                          "--count", CF_FUZZ_MAX_COUNT, v);
+                goto out;
+            }
+            *(opt == O_SEED ? &fuzz_seed : &fuzz_count) = (uint64_t)n;
+            fuzz_asked = 1;
+            break;
+        }
         default: goto out;
         }
     }
@@ -1546,6 +1604,17 @@ int kiln_cmd_conform(int argc, char **argv)
         rc = 1;
         goto done;
     }
+    for (size_t c = 0; c < q.n_cats; c++)
+        fuzz_asked |= strcmp(q.cats[c], "fuzz") == 0;
+    if (fuzz_asked && results != NULL) {
+        /* a results file certifies the installed vectors; the fuzz tests
+        ** are made by this runner, so --check-results could not verify them */
+        cli_usage(cmd, "--results does not cover the fuzz category (its "
+                  "tests are not in the vector files); run fuzz separately");
+        goto done;
+    }
+    if (fuzz_add(&r, &q, fuzz_asked, fuzz_seed, fuzz_count) != 0)
+        goto done;
     if (check_categories(&r, &q, vectors) != 0)
         goto done;
     for (size_t f = 0; f < n_skip; f++)

@@ -1349,6 +1349,9 @@ static int v_rules(vstate *v, const json_t *t)
             return cf_fail(v->err, v->cap, "rules.%s: the outcome must be a "
                            "non-empty string", k);
     }
+    return 0;
+}
+
 static int v_sweep(vstate *v, const json_t *t)
 {
     static const char *const keys[] = {"tcId", "comment", "flags", "result",
@@ -1386,6 +1389,20 @@ static int v_sweep(vstate *v, const json_t *t)
     return 0;
 }
 
+/* fuzz: the seed of a random fusion (fuzz.c); its executes: ref, the
+** backend, the bounds' ref runs and the minimiser's reruns stay within
+** the work budget as counted here. */
+static int v_fuzz(vstate *v, const json_t *t)
+{
+    static const char *const keys[] = {"tcId", "comment", "flags", "result",
+                                       "seed", NULL};
+    if (v_keys(v, t, "", keys) ||
+        v_int(v, t, "", "seed", 1, 0, INT64_MAX, NULL))
+        return 1;
+    v->cost->executes = 8;
+    return 0;
+}
+
 int cf_test_validate(const char *category, const json_t *test, cf_cost *cost,
                      char *err, size_t cap)
 {
@@ -1409,6 +1426,8 @@ int cf_test_validate(const char *category, const json_t *test, cf_cost *cost,
         return v_differential(&v, test);
     if (strcmp(category, "sweep") == 0)
         return v_sweep(&v, test);
+    if (strcmp(category, "fuzz") == 0)
+        return v_fuzz(&v, test);
     return cf_fail(err, cap, "category '%s' is not known to this runner",
                 category);
 }

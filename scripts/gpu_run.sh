@@ -8,6 +8,7 @@
 #   bash scripts/gpu_run.sh stress SECS
 #   bash scripts/gpu_run.sh many
 #   bash scripts/gpu_run.sh sweep FIRST LAST [N]
+#   bash scripts/gpu_run.sh fuzz FIRST COUNT SECS
 #   bash scripts/gpu_run.sh only STAGE...   (unit python nvrtc_cache conform
 #     many_views matmul serde kdb memcheck racecheck bench torch pyoverhead sweep)
 # quick: unit tests + suite + the Python frontend's GPU checks; full: +
@@ -33,6 +34,12 @@
 #   so the tables of several calls merge with sweep_summary.py --expect-all.
 #   The stage `sweep` of `only` is the vectors' sample (2^20 per op, f64
 #   included) on cuda.
+# fuzz: the fuzz category on cuda (random fusions, docs/conformance.md "The
+#   fuzz category") for seeds FIRST..FIRST+COUNT-1, in blocks of
+#   $FUZZ_BLOCK (default 250) seeds, $JOBS (default 12) processes at a time
+#   (CK_FORK=no each), until SECS have passed; prints "fuzz: CLEAN: N tests
+#   (seeds A..B) in T s" or "fuzz: FAILED" with each failure's minimised
+#   .kf, and the first seed not run (start the next call there).
 # It uses the prebuilt carry/build (Check and jansson linked statically), so
 # the GPU machine needs no packages.  Each stage's status is summarised last.
 set -u
@@ -244,6 +251,48 @@ elif [ "$MODE" = sanitize ]; then
   stage "$TOOL" "$SECS" run_shards "$TOOL" "$SECS" "$N" "${JOBS:-8}" "${list[@]}" -- \
     compute-sanitizer --tool "$TOOL" "${extra[@]}" --error-exitcode 9 \
     $B/kiln conform --backend cuda --timeout 600
+elif [ "$MODE" = fuzz ]; then
+  FIRST=${2:?fuzz needs FIRST COUNT SECS}; COUNT=${3:?and COUNT}; SECS=${4:?and SECS}
+  BLK=${FUZZ_BLOCK:-250}; J=${JOBS:-12}
+  t0=$(date +%s); deadline=$(( t0 + SECS )); mkdir -p "$OUT/fuzz"
+  s=$FIRST; end=$(( FIRST + COUNT ))
+  while [ "$s" -lt "$end" ]; do
+    while [ "$(jobs -rp | wc -l)" -ge "$J" ]; do wait -n; done
+    left=$(( deadline - $(date +%s) ))
+    [ "$left" -le 20 ] && break
+    n=$BLK; [ $(( s + n )) -gt "$end" ] && n=$(( end - s ))
+    ( CK_FORK=no timeout -k 5 "$left" $B/kiln conform --backend cuda \
+        --category fuzz --seed "$s" --count "$n" --timeout 120 \
+        --tap "$OUT/fuzz/$s.tap" > "$OUT/fuzz/$s.log" 2>&1
+      echo $? > "$OUT/fuzz/$s.rc" ) &
+    s=$(( s + n ))
+  done
+  wait
+  fz_ok=0; fz_bad=0; lost=""; first_missing=""
+  for f in "$OUT"/fuzz/*.rc; do
+    b=$(basename "$f" .rc); rc=$(cat "$f")
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then lost="$lost $b"; continue; fi
+    if [ ! -s "$OUT/fuzz/$b.tap" ]; then # a crash ends the one process
+      fz_bad=$(( fz_bad + 1 )); echo "fuzz: block $b ended with status $rc and no TAP:"
+      tail -n 20 "$OUT/fuzz/$b.log"; continue
+    fi
+    fz_ok=$(( fz_ok + $(grep -c '^ok ' "$OUT/fuzz/$b.tap") ))
+    fz_bad=$(( fz_bad + $(grep -c '^not ok ' "$OUT/fuzz/$b.tap") ))
+  done
+  for b in $lost; do
+    if [ -z "$first_missing" ] || [ "$b" -lt "$first_missing" ]; then first_missing=$b; fi
+  done
+  [ -z "$first_missing" ] && first_missing=$s
+  fz_dt=$(( $(date +%s) - t0 ))
+  if [ "$fz_bad" = 0 ]; then
+    echo "fuzz: CLEAN: $fz_ok tests (seeds $FIRST..$(( first_missing - 1 )) and any later finished blocks) in $fz_dt s" | tee -a "$OUT/summary.log"
+  else
+    echo "fuzz: FAILED: $fz_bad of $(( fz_ok + fz_bad )) tests in $fz_dt s" | tee -a "$OUT/summary.log"
+    cat "$OUT"/fuzz/*.log | sed -n '/^---- fuzz\//,/^---- end of fuzz seed/p' | head -400 | tee -a "$OUT/summary.log"
+    grep -h '^not ok ' "$OUT"/fuzz/*.tap | head -50 | tee -a "$OUT/summary.log"
+  fi
+  [ -n "$lost" ] && echo "fuzz: blocks not finished (first seeds):$lost" | tee -a "$OUT/summary.log"
+  echo "fuzz: next call starts at seed $first_missing" | tee -a "$OUT/summary.log"
 elif [ "$MODE" = stress ]; then
   SECS=${2:?stress needs SECS}
   end=$(( $(date +%s) + SECS )); round=0

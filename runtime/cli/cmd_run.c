@@ -32,7 +32,7 @@ static void usage(FILE *o)
             "usage: kiln run FUSION.kf [--input NAME=FILE.npy]... [--random SEED]\n"
             "                [--shape NAME=AxB...]... [--size N] [--enable ITEM]...\n"
             "                [--disable ITEM]... [--repeat N] [--out DIR] [--info]\n"
-            "                [--backend B]\n\n"
+            "                [--backend B] [--layout NAME=pitched|column-major]...\n\n"
             "Execute a fusion.  NAME is an input's position (0, 1, ...) or the\n"
             "%%name of its `input` line.  Inputs not given with --input get\n"
             "deterministic random data from --random SEED (floats in [-2, 2),\n"
@@ -43,6 +43,9 @@ static void usage(FILE *o)
             "  --shape NAME=AxB  the shape of a random input (repeatable)\n"
             "  --size N     every `?` axis of a random input (default 4)\n"
             "  --enable/--disable ITEM  execute option elements (one item each)\n"
+            "  --layout NAME=L  pass input NAME as a strided view: pitched (unit\n"
+            "               inner stride, one element of padding after every row)\n"
+            "               or column-major (the fuzz category's layouts)\n"
             "  --repeat N   run N times in one context (cache hits become visible)\n"
             "  --out DIR    write output J to DIR/outJ.npy (else a summary line);\n"
             "               DIR and missing parents are created (like mkdir -p)\n"
@@ -125,7 +128,7 @@ static int fail(const char *what)
 
 enum {
     R_INPUT, R_RANDOM, R_SHAPE, R_SIZE, R_ENABLE, R_DISABLE, R_REPEAT, R_OUT,
-    R_INFO, R_BACKEND
+    R_INFO, R_BACKEND, R_LAYOUT
 };
 static const cli_opt run_opts[] = {
     [R_INPUT] = {"--input", CLI_VALUE},     [R_RANDOM] = {"--random", CLI_VALUE},
@@ -133,6 +136,7 @@ static const cli_opt run_opts[] = {
     [R_ENABLE] = {"--enable", CLI_VALUE},   [R_DISABLE] = {"--disable", CLI_VALUE},
     [R_REPEAT] = {"--repeat", CLI_VALUE},   [R_OUT] = {"--out", CLI_VALUE},
     [R_INFO] = {"--info", CLI_FLAG},        [R_BACKEND] = {"--backend", CLI_VALUE},
+    [R_LAYOUT] = {"--layout", CLI_VALUE},
     {NULL, CLI_FLAG},
 };
 
@@ -165,6 +169,8 @@ int kiln_cmd_run(int argc, char **argv)
     size_t n_en = 0, n_dis = 0;
     const char *in_spec[MAX_INPUTS], *shape_spec[MAX_INPUTS];
     int n_in_spec = 0, n_shape_spec = 0, info_json = 0, have_seed = 0;
+    const char *layout_spec[MAX_INPUTS];
+    int n_layout_spec = 0;
     long repeat = 1, size = 4;
     uint64_t seed = 0;
     cli_args args;
@@ -188,6 +194,10 @@ int kiln_cmd_run(int argc, char **argv)
         case R_SHAPE:
             if (!(full = n_shape_spec == MAX_INPUTS))
                 shape_spec[n_shape_spec++] = val;
+            break;
+        case R_LAYOUT:
+            if (!(full = n_layout_spec == MAX_INPUTS))
+                layout_spec[n_layout_spec++] = val;
             break;
         case R_ENABLE:
             if (!(full = n_en == MAX_ITEMS))
@@ -242,7 +252,7 @@ int kiln_cmd_run(int argc, char **argv)
     kiln_fusion *f = NULL;
     kiln_context *ctx = NULL;
     kiln_exec_info *info = NULL;
-    kiln_tensor *inputs[MAX_INPUTS] = {0};
+    kiln_tensor *inputs[MAX_INPUTS] = {0}, *bases[MAX_INPUTS] = {0};
     kiln_tensor **outs = NULL;
     void **host_out = NULL;
     int n_inputs = 0, n_outputs = 0;
@@ -279,21 +289,36 @@ int kiln_cmd_run(int argc, char **argv)
     /* which input comes from which file / shape */
     const char *file_of[MAX_INPUTS] = {0};
     const char *shape_of[MAX_INPUTS] = {0};
-    for (int k = 0; k < n_in_spec + n_shape_spec; k++) {
+    const char *layout_of[MAX_INPUTS] = {0};
+    for (int k = 0; k < n_in_spec + n_shape_spec + n_layout_spec; k++) {
         int is_in = k < n_in_spec;
-        const char *s = is_in ? in_spec[k] : shape_spec[k - n_in_spec];
+        int is_layout = k >= n_in_spec + n_shape_spec;
+        const char *s = is_in ? in_spec[k]
+                        : is_layout ? layout_spec[k - n_in_spec - n_shape_spec]
+                                    : shape_spec[k - n_in_spec];
         const char *eq = strchr(s, '=');
         int idx = eq ? find_input(f, s, (size_t)(eq - s), n_inputs) : -1;
         if (idx < 0) {
             fprintf(stderr,
                     "kiln run: %s '%s': expected NAME=%s with NAME an input "
                     "position (0..%d) or an input's %%name\n",
-                    is_in ? "--input" : "--shape", s,
-                    is_in ? "FILE.npy" : "AxB", n_inputs - 1);
+                    is_in ? "--input" : is_layout ? "--layout" : "--shape", s,
+                    is_in ? "FILE.npy" : is_layout ? "LAYOUT" : "AxB",
+                    n_inputs - 1);
             rc = 2;
             goto done;
         }
-        if (is_in)
+        if (is_layout) {
+            int64_t st[1];
+            size_t sto;
+            if (kiln_npy_layout(eq + 1, 0, NULL, st, &sto) != 0) {
+                fprintf(stderr, "kiln run: --layout '%s': the layout is "
+                                "pitched or column-major\n", s);
+                rc = 2;
+                goto done;
+            }
+            layout_of[idx] = eq + 1;
+        } else if (is_in)
             file_of[idx] = eq + 1;
         else
             shape_of[idx] = eq + 1;
@@ -359,11 +384,45 @@ int kiln_cmd_run(int argc, char **argv)
             rc = 2;
             goto done;
         }
-        kiln_status s = kiln_tensor_create(ctx, dt, a.rank, a.sizes, NULL,
-                                           device ? KILN_MEM_DEVICE : KILN_MEM_HOST,
-                                           NULL, &inputs[i]);
-        if (s == KILN_OK)
-            s = kiln_tensor_write(ctx, inputs[i], a.data, a.nbytes);
+        kiln_status s;
+        size_t es = kiln_dtype_size(dt), numel = a.nbytes / es;
+        if (layout_of[i] != NULL && a.rank > 0 && numel > 0) {
+            /* the values in a strided view over a 1-D tensor whose gaps hold
+            ** all-ones bytes (NaN, -1, true), as the fuzz category runs it */
+            int64_t strides[KILN_MAX_RANK];
+            size_t storage = 1;
+            kiln_npy_layout(layout_of[i], a.rank, a.sizes, strides, &storage);
+            unsigned char *buf = malloc(storage * es);
+            int64_t len = (int64_t)storage;
+            s = buf == NULL ? KILN_ERR_NO_MEMORY
+                            : kiln_tensor_create(ctx, dt, 1, &len, NULL,
+                                                 device ? KILN_MEM_DEVICE
+                                                        : KILN_MEM_HOST,
+                                                 NULL, &bases[i]);
+            if (s == KILN_OK) {
+                memset(buf, 0xff, storage * es);
+                for (size_t k = 0; k < numel; k++) {
+                    size_t off = 0, r = k;
+                    for (int d = a.rank - 1; d >= 0; d--) {
+                        off += (r % (size_t)a.sizes[d]) * (size_t)strides[d];
+                        r /= (size_t)a.sizes[d];
+                    }
+                    memcpy(buf + off * es, (unsigned char *)a.data + k * es, es);
+                }
+                s = kiln_tensor_write(ctx, bases[i], buf, storage * es);
+            }
+            if (s == KILN_OK)
+                s = kiln_tensor_create(ctx, dt, a.rank, a.sizes, strides,
+                                       device ? KILN_MEM_DEVICE : KILN_MEM_HOST,
+                                       kiln_tensor_data(bases[i]), &inputs[i]);
+            free(buf);
+        } else {
+            s = kiln_tensor_create(ctx, dt, a.rank, a.sizes, NULL,
+                                   device ? KILN_MEM_DEVICE : KILN_MEM_HOST,
+                                   NULL, &inputs[i]);
+            if (s == KILN_OK)
+                s = kiln_tensor_write(ctx, inputs[i], a.data, a.nbytes);
+        }
         kiln_npy_free(&a);
         if (s != KILN_OK) {
             rc = fail("input tensor");
@@ -451,8 +510,10 @@ done:
         free(host_out[j]);
     free(outs);
     free(host_out);
-    for (int i = 0; i < n_inputs && i < MAX_INPUTS; i++)
-        kiln_tensor_destroy(inputs[i]);
+    for (int i = 0; i < n_inputs && i < MAX_INPUTS; i++) {
+        kiln_tensor_destroy(inputs[i]); /* views before their storage */
+        kiln_tensor_destroy(bases[i]);
+    }
     kiln_exec_info_destroy(info);
     kiln_context_destroy(ctx);
     kiln_fusion_destroy(f);

@@ -606,3 +606,23 @@ void kiln_npy_random(kiln_dtype dtype, size_t n, uint64_t *state, void *dst)
         }
     }
 }
+
+int kiln_npy_layout(const char *name, int rank, const int64_t *sizes,
+                    int64_t *strides, size_t *storage)
+{
+    int64_t st = 1;
+    int pitched = strcmp(name, "pitched") == 0;
+    if (!pitched && strcmp(name, "column-major") != 0)
+        return 1;
+    for (int k = 0; k < rank; k++) {
+        int d = pitched ? rank - 1 - k : k;
+        strides[d] = st;
+        st = st * sizes[d] + pitched;
+    }
+    size_t n = 1;
+    for (int d = 0; d < rank; d++)
+        if (sizes[d] > 0)
+            n += (size_t)((sizes[d] - 1) * strides[d]);
+    *storage = n;
+    return 0;
+}

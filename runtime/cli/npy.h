@@ -72,4 +72,12 @@ void kiln_npy_free(kiln_npy *a);
 ** floats uniform in [-2, 2), integers in [-100, 100], bool 0/1. */
 void kiln_npy_random(kiln_dtype dtype, size_t n, uint64_t *state, void *dst);
 
+/* A strided layout of a tensor of `rank` sizes (`kiln run --layout`, the
+** fuzz category's strided inputs): "pitched" (unit inner stride, one
+** element of padding after every row at every level) or "column-major".
+** Fills strides[rank] and *storage (elements spanned, at least 1).
+** Non-zero for an unknown name. */
+int kiln_npy_layout(const char *name, int rank, const int64_t *sizes,
+                    int64_t *strides, size_t *storage);
+
 #endif

@@ -623,6 +623,54 @@ def test_cuda_headers_required():
     shutil.rmtree(d)
 
 
+def test_fuzz_flags():
+    """--seed/--count make the fuzz category (docs/conformance.md, "The fuzz
+    category"): the ids and seeds asked for, added to the selection; bad
+    values are usage errors."""
+    rc, out, err = run('conform', '--list', '--category', 'fuzz', '--seed', '7',
+                       '--count', '3')
+    check(rc == 0 and out == 'fuzz/1\nfuzz/2\nfuzz/3\n', 'list: %d %r %r' % (rc, out, err))
+    rc, out, err = run('conform', '--list', '--count', '2')
+    ids = out.splitlines()
+    check(rc == 0 and ids[-2:] == ['fuzz/1', 'fuzz/2'] and len(ids) > 100,
+          '--count adds fuzz to the whole suite: %d %r' % (rc, ids[-3:]))
+    rc, out, err = run('conform', '--list', '--category', 'numerics')
+    check(rc == 0 and 'fuzz/' not in out, 'fuzz only when asked for')
+    rc, out, err = run('conform', '--backend', 'ref', '--category', 'fuzz',
+                       '--seed', '40', '--count', '5')
+    check(rc == 0 and 'PASS on ref: 5 tests passed' in out,
+          'run: %d %r %r' % (rc, out[-600:], err))
+    for bad in (['--count', '0'], ['--count', '1000001'], ['--seed', '-1'],
+                ['--seed', 'x'], ['--seed', '9223372036854775808']):
+        rc, out, err = run('conform', '--list', '--category', 'fuzz', *bad)
+        check(rc == 2 and 'needs an integer' in err, '%r: %d %r' % (bad, rc, err))
+    rc, out, err = run('conform', '--backend', 'ref', '--category', 'fuzz',
+                       '--results', tmpdir() + '/r.json')
+    check(rc == 2 and '--results does not cover the fuzz category' in err,
+          'results: %d %r' % (rc, err))
+    rc, out, err = run('conform', '--list', '--category', 'fuzz', '--seed',
+                       '9223372036854775807', '--count', '2')
+    check(rc == 2 and 'below 2^63' in err, 'seed range: %d %r' % (rc, err))
+
+
+
+def test_run_layout():
+    """kiln run --layout passes a random input as the fuzz category's
+    strided views: the same values, so ref prints the same outputs; an
+    unknown layout is a usage error."""
+    kf = 'examples/fuzz_seed33.kf'
+    base = ['run', kf, '--random', '33', '--shape', '0=3x2', '--shape', '1=2x4',
+            '--shape', '2=1x4', '--backend', 'ref']
+    rc, dense, err = run(*base)
+    check(rc == 0 and dense.startswith('output 0: f32 [3, 4]:'), 'dense: %r %r' % (dense, err))
+    for lay in ('0=column-major', '0=pitched', '1=pitched', '1=column-major'):
+        rc, out, err = run(*(base + ['--layout', lay]))
+        check(rc == 0 and out == dense, '%s: %r vs %r %r' % (lay, out, dense, err))
+    rc, out, err = run(*(base + ['--layout', '0=diagonal']))
+    check(rc == 2 and 'pitched or column-major' in err and out == '', 'bad: %d %r' % (rc, err))
+    rc, out, err = run(*(base + ['--layout', '7=pitched']))
+    check(rc == 2 and '--layout' in err, 'bad input: %d %r' % (rc, err))
+
 def main():
     global KILN, PLUGIN
     if len(sys.argv) != 3:
