@@ -367,7 +367,29 @@ def _precedence(test, flags):
 
 
 DERIVED = ("options.parse", "options.precedence", "cache.isolation",
-           "numerics", "differential")
+           "numerics", "differential", "sweep")
+
+
+def _sweep(test, flags):
+    """A sweep test traces the bound of its one op: exact ops (ulp 0) and
+    casts against [num.exact] / [kf.cast] (saturating for integers), the
+    others against [num.ulp], and under fast_math its profile."""
+    sw, b = test["sweep"], test["bound"]
+    out = "bound"
+    r = {}
+    if "fast_math" in test["options"].get("enable", []):
+        r["num.fast_math"] = out
+    if sw["op"] == "cast":
+        r["kf.cast"] = out
+        if sw["to"] in ("i32", "i64"):
+            r["kf.cast.saturate"] = out
+        elif sw["to"] in ("f16", "bf16"):
+            r["num.round"] = out
+    elif b.get("ulp") == 0 and "abs" not in b:
+        r["num.exact"] = out
+    else:
+        r["num.ulp"] = out
+    return r
 
 
 def derive(category, test, flags=None):
@@ -383,6 +405,8 @@ def derive(category, test, flags=None):
         r = _numerics(test, flags)
     elif category == "differential":
         r = {"num.differential": "tolerance[0]"}
+    elif category == "sweep":
+        r = _sweep(test, flags)
     else:
         r = {}
     r.update(test.get("rules", {}))
