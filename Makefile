@@ -290,6 +290,7 @@ ci-check:
 	$(CI_PYTHON) ci/test_lint.py
 	$(CI_PYTHON) ci/lint_workflows.py .github/workflows/*.yml
 	$(CI_PYTHON) ci/fuzz_trigger.py --check ci/fuzz_corpus
+	$(CI_PYTHON) ci/test_coverage.py
 	shellcheck .ci/run ci/*.sh
 
 # Atheris (PyPI, into build/fuzz/venv) on the comment grammar

@@ -237,6 +237,11 @@ def main():
         t = figures([files[path]])
         if a.verbose or pct(*t["lines"]) < THRESHOLDS["lines"]:
             print(f"  {path:40} {fmt(t)}")
+    print("coverage summary: " + ", ".join(
+        f"{d}/ " + "/".join(f"{pct(*per_dir[d][k]):.1f}" for k in THRESHOLDS) for d in DIRS)
+        + " % (lines/functions/branches; thresholds "
+        + "/".join(f"{v:g}" for v in THRESHOLDS.values()) + ")"
+        + (f": BELOW in {', '.join(failed)}" if failed else ": ok"))
     for p in problems:
         print(p, file=sys.stderr)
     if a.html:
