@@ -227,6 +227,7 @@ test-cli: all plugins
 	$(PYTHON) tests/cli/test_kdb_cli.py $(BUILD)/kiln
 	$(PYTHON) tests/cli/test_invalid_vectors.py $(BUILD)/kiln
 	$(PYTHON) tests/cli/test_results_file.py $(BUILD)/kiln
+	$(PYTHON) tests/cli/test_wrong_expectations.py $(BUILD)/kiln $(BUILD)/plugins/libkiln_test_plugin.so
 
 # The verdict of `kiln conform` end to end (tests/cli/test_verdict.py): a
 # mistyped backend, an unavailable one, an empty plugin, the five-op

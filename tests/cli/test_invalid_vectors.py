@@ -47,9 +47,9 @@ def first(category, pred=lambda t: True):
     raise AssertionError('%s: no such test' % category)
 
 
-def conform(vdir, category):
-    p = subprocess.run([KILN, 'conform', '--backend', 'ref', '--vectors', vdir,
-                        '--category', category, '--timeout', '60'],
+def conform(vdir, category, *extra, backend='ref'):
+    p = subprocess.run([KILN, 'conform', '--backend', backend, '--vectors', vdir,
+                        '--category', category, '--timeout', '60'] + list(extra),
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
     return p.returncode, p.stdout, p.stderr
 
