@@ -39,6 +39,9 @@ endif
 ifeq ($(SAN),cov)
   SANFLAGS := --coverage
   OPTFLAGS := -O0 -g
+  # counters also from processes that leave through _exit() (tests/cov/gcov_exit.c)
+  COV_OBJ  := $(BUILD)/obj/tests/cov/gcov_exit.o
+  COV_LINK := $(COV_OBJ) -Wl,--wrap=_exit
 endif
 
 # The sanitizer and coverage builds are debug builds: -DKILN_DEBUG turns
@@ -103,8 +106,8 @@ $(BUILD)/libkiln.a: $(LIB_OBJ)
 $(BUILD)/libkiln.so: $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,libkiln.so.0 -o $@ $^ $(LDFLAGS) $(SYSLIBS)
 
-$(BUILD)/kiln: $(CLI_OBJ) $(BUILD)/libkiln.a
-	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libkiln.a $(LDFLAGS) $(STATIC_DEPS) $(SYSLIBS)
+$(BUILD)/kiln: $(CLI_OBJ) $(BUILD)/libkiln.a $(COV_OBJ)
+	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libkiln.a $(LDFLAGS) $(STATIC_DEPS) $(COV_LINK) $(SYSLIBS)
 
 # The git revision the runner stamps into results files (conformance/
 # results.c): rewritten only when it changes, so an unchanged tree
@@ -140,8 +143,8 @@ UNIT_CONF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,conformance/vectors.c \
                    runtime/cli/npy.c runtime/cli/outfile.c \
                    runtime/cli/args.c)
 $(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a \
-                     $(BUILD)/plugins/libkiln_test_plugin.so $(BUILD)/plugins/libkiln_data_entry.so
-	$(CC) -o $@ $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a $(LDFLAGS) $(STATIC_DEPS) $(SYSLIBS)
+                     $(BUILD)/plugins/libkiln_test_plugin.so $(BUILD)/plugins/libkiln_data_entry.so $(COV_OBJ)
+	$(CC) -o $@ $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a $(LDFLAGS) $(STATIC_DEPS) $(COV_LINK) $(SYSLIBS)
 
 # Plugins: tests/plugins/NAME.c -> $(BUILD)/plugins/libNAME.so.
 PLUGIN_SRC := $(wildcard tests/plugins/*.c)
@@ -160,9 +163,9 @@ plugins: $(PLUGIN_SRC:tests/plugins/%.c=$(BUILD)/plugins/lib%.so)
 MUTANT_PATCHES := $(sort $(wildcard conformance/mutants/*.patch))
 MUTANT_NAMES   := $(MUTANT_PATCHES:conformance/mutants/%.patch=%)
 $(BUILD)/mutants/%/stamp: conformance/mutants/%.patch conformance/mutants/entry.c \
-                          scripts/build_mutant.sh $(LIB_OBJ) $(CLI_OBJ)
+                          scripts/build_mutant.sh $(LIB_OBJ) $(CLI_OBJ) $(COV_OBJ)
 	@BUILD='$(BUILD)' CC='$(CC)' CFLAGS='$(CFLAGS) -I$(CUDA_INC) -I$(BUILD)/gen' \
-	  LDFLAGS='$(LDFLAGS)' SYSLIBS='$(SYSLIBS)' STATIC_DEPS='$(STATIC_DEPS)' \
+	  LDFLAGS='$(LDFLAGS)' SYSLIBS='$(SYSLIBS)' STATIC_DEPS='$(STATIC_DEPS) $(COV_LINK)' \
 	  LIB_SRC='$(LIB_SRC)' CLI_SRC='$(CLI_SRC)' JOBS='$(JOBS)' \
 	  bash scripts/build_mutant.sh $<
 	@touch $@
