@@ -231,6 +231,7 @@ test-cli: all plugins
 	$(PYTHON) tests/cli/test_invalid_vectors.py $(BUILD)/kiln
 	$(PYTHON) tests/cli/test_results_file.py $(BUILD)/kiln
 	$(PYTHON) tests/cli/test_wrong_expectations.py $(BUILD)/kiln $(BUILD)/plugins/libkiln_test_plugin.so
+	$(PYTHON) tests/cli/test_conform_options.py $(BUILD)/kiln
 
 # The verdict of `kiln conform` end to end (tests/cli/test_verdict.py): a
 # mistyped backend, an unavailable one, an empty plugin, the five-op

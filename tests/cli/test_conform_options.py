@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""test_conform_options.py KILN -- `kiln conform`'s selection options and
+the suite checks of --check-results (make test-cli).
+
+docs/conformance.md: --skip-flag skips the tests that carry a flag, counted
+as skipped with the reason, and refuses a flag no test carries; a vectors
+directory with no vector file, or two files of one category, is refused;
+--check-results compares the results file's suite (version, files, hash)
+with the installed one and names every difference.
+
+Python 3 standard library only; every test runs, the exit status is 1 when
+any fails.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import harness
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KILN = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, 'build', 'kiln')
+VECTORS = os.path.join(ROOT, 'conformance', 'vectors')
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def kiln(*args):
+    p = subprocess.run([KILN] + list(args), cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_skip_flag():
+    rc, out, err = kiln('conform', '--backend', 'ref', '--category', 'options.parse',
+                        '--skip-flag', 'EdgeCase')
+    m = re.search(r'^SKIP (\d+) tests \(options\.parse/\d+, \.\.\.\): flag EdgeCase \(--skip-flag\)$',
+                  out, re.M)
+    check(m, 'no skip line: %r' % out[-800:])
+    with open(os.path.join(VECTORS, 'options.parse.json')) as f:
+        d = json.load(f)
+    n = sum(1 for g in d['testGroups'] for t in g['tests'] if 'EdgeCase' in t['flags'])
+    check(int(m.group(1)) == n, 'skipped %s, the file has %d EdgeCase tests' % (m.group(1), n))
+    row = [ln.split() for ln in out.splitlines() if ln.startswith('options.parse ')][0]
+    check(row[4] == str(n), 'the skip column: %r' % row)
+    rc, out, err = kiln('conform', '--backend', 'ref', '--category', 'options.parse',
+                        '--skip-flag', 'NoSuchFlag')
+    check(rc == 2 and out == '', '--skip-flag of an unknown flag: exit %d %r' % (rc, out))
+    check('--skip-flag NoSuchFlag: no test in' in err and 'carries this flag' in err, err)
+
+
+def test_vector_directories_refused():
+    empty = tempfile.mkdtemp(prefix='kiln-conform-opt.')
+    try:
+        rc, out, err = kiln('conform', '--backend', 'ref', '--vectors', empty)
+        check(rc == 1 and "no *.json vector files in '%s'" % empty in err, '%d %r' % (rc, err))
+        for name in ('a.json', 'b.json'):
+            shutil.copy(os.path.join(VECTORS, 'options.parse.json'), os.path.join(empty, name))
+        rc, out, err = kiln('conform', '--backend', 'ref', '--vectors', empty)
+        check(rc == 1 and "both hold category 'options.parse'" in err, '%d %r' % (rc, err))
+    finally:
+        shutil.rmtree(empty)
+
+
+def test_check_results_names_suite_differences():
+    tmp = tempfile.mkdtemp(prefix='kiln-conform-opt.')
+    try:
+        path = os.path.join(tmp, 'r.json')
+        kiln('conform', '--backend', 'ref', '--category', 'options.parse', '--results', path)
+        with open(path) as f:
+            base = json.load(f)
+        cases = [
+            ('another suite version', lambda s: s.update(version='1.0.9'),
+             'suite version 1.0.9 in the results file'),
+            ('another suite hash', lambda s: s.update(vectorsSha256='0' * 64),
+             'suite hash %s in the results file' % ('0' * 64)),
+            ('a file not installed', lambda s: s['files'][0].update(name='other.json'),
+             'other.json: in the results file, not in the installed'),
+            ('another number of files', lambda s: s['files'].append(dict(s['files'][0], name='x.json')),
+             '%d vector files in the results file, %d installed' % (
+                 len(base['suite']['files']) + 1, len(base['suite']['files']))),
+        ]
+        bad = []
+        for what, fn, want in cases:
+            d = json.loads(json.dumps(base))
+            fn(d['suite'])
+            p = os.path.join(tmp, 'case.json')
+            with open(p, 'w') as f:
+                json.dump(d, f)
+            rc, out, err = kiln('conform', '--check-results', p)
+            if rc == 0 or want not in out + err:
+                bad.append('%s: exit %d, %r' % (what, rc, (out + err)[-500:]))
+        check(not bad, '\n  '.join(bad))
+    finally:
+        shutil.rmtree(tmp)
+
+
+if __name__ == '__main__':
+    sys.exit(harness.run_tests(globals(), 'test_conform_options'))
