@@ -221,6 +221,9 @@ test-asan:
 	  KILN_BIN=$(abspath $(BUILD)/asan/kiln) $(BUILD)/asan/unit_tests
 	$(ASAN_ENV) \
 	  $(PYTHON) tests/cli/test_cli.py $(BUILD)/asan/kiln $(BUILD)/asan/plugins/libkiln_test_plugin.so
+	$(ASAN_ENV) $(PYTHON) tests/cli/test_kdb_cli.py $(BUILD)/asan/kiln
+	$(ASAN_ENV) $(PYTHON) tests/cli/test_wrong_expectations.py $(BUILD)/asan/kiln \
+	  $(BUILD)/asan/plugins/libkiln_test_plugin.so
 
 # The command line end to end (tests/cli/test_cli.py): reports parsed with
 # a real XML parser, hostile vector strings, atomic and concurrent report

@@ -100,5 +100,27 @@ def test_check_results_names_suite_differences():
         shutil.rmtree(tmp)
 
 
+def test_serde_passes_the_selection():
+    """--serde runs the suite twice, in two processes: both get the same
+    selection (--filter, --exclude, --skip-flag, --strict, --expectations)."""
+    tmp = tempfile.mkdtemp(prefix='kiln-conform-opt.')
+    try:
+        exp = os.path.join(tmp, 'exp.txt')
+        with open(exp, 'w') as f:
+            f.write('options.parse/1 fail recorded here on purpose\n')
+        rc, out, err = kiln('conform', '--serde', '--backend', 'nvrtc', '--category', 'options.parse',
+                            '--filter', 'options.parse/1*', '--exclude', 'options.parse/19',
+                            '--strict', '--skip-flag', 'Duplicate', '--expectations', exp)
+        text = out + err
+        check(rc == 1 and 'pass 1 exit 1, pass 2 exit 1: FAILED' in text, 'exit %d: %r' % (rc, text[-600:]))
+        check(text.count('1 results contradict the expectations file') == 2,
+              'both passes read the expectations file: %r' % text[-1500:])
+        check(text.count('flag Duplicate (--skip-flag)') == 2, 'both passes skip: %r' % text[-1500:])
+        check('options.parse/19 ' not in text and 'options.parse/19)' not in text,
+              'an excluded test ran: %r' % text[-1500:])
+    finally:
+        shutil.rmtree(tmp)
+
+
 if __name__ == '__main__':
     sys.exit(harness.run_tests(globals(), 'test_conform_options'))
