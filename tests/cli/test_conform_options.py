@@ -122,5 +122,47 @@ def test_serde_passes_the_selection():
         shutil.rmtree(tmp)
 
 
+def test_serde_record_and_check_files():
+    """Pass 2 (--serde-check) judges each test against pass 1's record: a
+    missing, malformed or failed record fails that test; an unreadable or
+    malformed record file stops the run."""
+    tmp = tempfile.mkdtemp(prefix='kiln-conform-opt.')
+    try:
+        rec = os.path.join(tmp, 'rec.jsonl')
+        sel = ['--backend', 'nvrtc', '--category', 'options.parse', '--filter', 'options.parse/1?']
+        kiln('conform', *sel, '--serde-record', rec)
+        with open(rec) as f:
+            lines = [json.loads(ln) for ln in f]
+        ids = [ln['id'] for ln in lines]
+        check('options.parse/11' in ids and 'options.parse/12' in ids and 'options.parse/13' in ids,
+              'record %r' % ids[:5])
+        by = {ln['id']: ln for ln in lines}
+        by.pop('options.parse/11')                       # no record
+        by['options.parse/12']['serde'] = {'pass': 'one'}  # malformed
+        by['options.parse/13']['status'] = 'fail'        # failed in pass 1
+        by['options.parse/14']['status'] = 'skip'        # skipped in pass 1
+        bad = os.path.join(tmp, 'bad.jsonl')
+        with open(bad, 'w') as f:
+            for ln in by.values():
+                f.write(json.dumps(ln) + '\n')
+        rc, out, err = kiln('conform', *sel, '--serde-check', bad)
+        want = {'11': 'serde: pass 1 left no record of this test',
+                '12': 'serde: the pass-1 record is malformed',
+                '13': 'serde: the test failed in pass 1',
+                '14': 'serde: the test was skipped in pass 1'}
+        for k, msg in want.items():
+            check(re.search(r'^FAIL options\.parse/%s \(.*\): %s' % (k, re.escape(msg)), out, re.M),
+                  'options.parse/%s: %r not in %r' % (k, msg, out[-1500:]))
+        check(rc == 1, '--serde-check with bad records: exit %d' % rc)
+        rc, out, err = kiln('conform', *sel, '--serde-check', os.path.join(tmp, 'absent.jsonl'))
+        check(rc == 1 and 'kiln conform: --serde-check: ' in err and 'absent.jsonl' in err, err)
+        with open(bad, 'w') as f:
+            f.write('{"id": "options.parse/11"}\nnot json\n')
+        rc, out, err = kiln('conform', *sel, '--serde-check', bad)
+        check(rc == 1 and '--serde-check: %s: a malformed line' % bad in err, '%d %r' % (rc, err))
+    finally:
+        shutil.rmtree(tmp)
+
+
 if __name__ == '__main__':
     sys.exit(harness.run_tests(globals(), 'test_conform_options'))
