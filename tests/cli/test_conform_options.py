@@ -164,5 +164,29 @@ def test_serde_record_and_check_files():
         shutil.rmtree(tmp)
 
 
+def test_unused_expectation_and_skip_flag_in_results():
+    tmp = tempfile.mkdtemp(prefix='kiln-conform-opt.')
+    try:
+        exp = os.path.join(tmp, 'exp.txt')
+        with open(exp, 'w') as f:
+            f.write('options.parse/99999 fail a test that does not exist\n')
+        res = os.path.join(tmp, 'r.json')
+        rc, out, err = kiln('conform', '--backend', 'ref', '--category', 'options.parse',
+                            '--expectations', exp, '--results', res)
+        check("NOTE %s:1: 'options.parse/99999' matches no selected test" % exp in out,
+              'no note for an expectation that matches nothing: %r' % out[-800:])
+        # a results file that claims --skip-flag EdgeCase, yet EdgeCase tests ran
+        with open(res) as f:
+            d = json.load(f)
+        d['options']['skipFlags'] = ['EdgeCase']
+        with open(res, 'w') as f:
+            json.dump(d, f)
+        rc, out, err = kiln('conform', '--check-results', res)
+        check(rc == 1 and re.search(r"'options\.parse/\d+' carries skipped flag EdgeCase but is pass",
+                                    out + err), '%d %r' % (rc, (out + err)[-800:]))
+    finally:
+        shutil.rmtree(tmp)
+
+
 if __name__ == '__main__':
     sys.exit(harness.run_tests(globals(), 'test_conform_options'))
