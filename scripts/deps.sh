@@ -38,7 +38,7 @@ if [ "${1:-}" = "--cuda-headers" ]; then
   exit
 fi
 
-need=(build-essential clang check libsubunit-dev libjansson-dev pkg-config lcov
+need=(build-essential clang check libsubunit-dev libjansson-dev pkg-config
       python3 python3-yaml shellcheck valgrind libclang-rt-14-dev
       python3-numpy python3-venv python3-pip python3-setuptools)
 missing=()

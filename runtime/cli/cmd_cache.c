@@ -378,13 +378,15 @@ static int db_command(int argc, char **argv)
     if (clear) {
         uint64_t n = 0;
         rc = kiln__kdb_clear(db, &n, err, sizeof err) != 0;
-        if (rc)
+        if (rc) {
             fprintf(stderr, "%s: %s\n", cmd, err);
-        else if (json)
-            printf("{\"dir\": \"%s\", \"removed\": %llu}\n", kiln__kdb_dir(db),
-                   (unsigned long long)n);
-        else
+        } else if (json) {
+            printf("{\"dir\": ");
+            cli_json_string(stdout, kiln__kdb_dir(db));
+            printf(", \"removed\": %llu}\n", (unsigned long long)n);
+        } else {
             printf("removed %llu files from %s\n", (unsigned long long)n, kiln__kdb_dir(db));
+        }
     } else if (verify) {
         if (json)
             printf("{\"bad\": [");
