@@ -218,9 +218,9 @@ class Grammar(unittest.TestCase):
         cats = [b"--category=" + c.encode() for c in trigger.CATEGORIES]
         flags = cats + [b"--serde", b"--backend=ref", b"--shard=1/2", b"--sanitize", b"--gpu",
                         b"--sha=" + SHA.encode()]
-        self.assertEqual(len(flags), 11)
+        self.assertEqual(len(flags), 12)
         self.assertEqual(trigger.decide(b"!test " + b" ".join(flags)).kind, trigger.PLAN)
-        d = trigger.decide(b"!test " + b" ".join(flags + [b"--gpu"] * 6))
+        d = trigger.decide(b"!test " + b" ".join(flags + [b"--gpu"] * 5))
         self.assertRegex(d.message, "more than 16 flags")
 
     def test_str_body_is_utf8(self):

@@ -46,7 +46,7 @@ SUITE_SHARDS = {"cpu": 4, "gpu": 1}   # matrix entries for a suite run without -
 COMMANDS = ("!build", "!test")
 BACKENDS = ("ref", "cuda", "nvrtc")
 CATEGORIES = ("cache.isolation", "differential", "numerics", "options.parse",
-              "options.precedence")
+              "options.precedence", "sweep")
 TEST_FLAGS = ("--serde", "--backend=B", "--category=C", "--shard=I/N", "--coverage",
               "--sanitize", "--gpu", "--sha=<40 hex>")
 BUILD_FLAGS = ("--sha=<40 hex>",)

@@ -13,7 +13,7 @@ import rules
 from check_vectors import parse_kf
 
 SUITE = "kiln-conformance"
-SUITE_VERSION = "1.1.0"
+SUITE_VERSION = "1.2.0"
 
 # The machine-readable flags of what a test exercises, derived from the test
 # itself (exercise_flags) and defined here, so every file has the same ones.
