@@ -142,7 +142,7 @@ UNIT_CONF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,conformance/vectors.c \
                    conformance/sha256.c conformance/expectations.c \
                    conformance/verdict.c conformance/report.c conformance/cases.c \
                    conformance/outputs.c conformance/fuzz.c \
-                   runtime/cli/npy.c runtime/tool/outfile.c \
+                   runtime/tool/npy.c runtime/tool/outfile.c \
                    runtime/tool/args.c)
 $(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_CONF_OBJ) $(BUILD)/libkiln.a \
                      $(BUILD)/plugins/libkiln_test_plugin.so $(BUILD)/plugins/libkiln_data_entry.so $(COV_OBJ)
@@ -392,7 +392,7 @@ fuzz-kf:
 fuzz-npy:
 	@mkdir -p build/fuzz/npy_corpus
 	$(FUZZ_CC) \
-	  tests/fuzz/fuzz_npy.c runtime/cli/npy.c runtime/tool/outfile.c runtime/tool/args.c \
+	  tests/fuzz/fuzz_npy.c runtime/tool/npy.c runtime/tool/outfile.c runtime/tool/args.c \
 	  $(CORE_SRC) \
 	  -ldl -lm -lpthread -o build/fuzz/fuzz_npy
 	cp -n tests/fuzz/npy_corpus/* build/fuzz/npy_corpus/ 2>/dev/null || true

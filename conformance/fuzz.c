@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/npy.h"
+#include "tool/npy.h"
 #include "conform.h"
 
 #define FZ_MAX_NODES 96

@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
-#include "cli/npy.h"
+#include "tool/npy.h"
 #include "ckd.h"
 #include "kernel_db.h"
 #include "kiln.h"

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/npy.h"
+#include "tool/npy.h"
 #include "ckd.h"
 #include "kiln.h"
 #include "numeric.h"

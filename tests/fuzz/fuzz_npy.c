@@ -1,6 +1,6 @@
 /*
 ** fuzz_npy.c -- libFuzzer target for the .npy reader of `kiln run`
-** (runtime/cli/npy.c, `make fuzz-npy`).
+** (runtime/tool/npy.c, `make fuzz-npy`).
 **
 ** The input is a whole file, read through a memory stream.  Any input must
 ** either fail with a NUL-terminated "fuzz: ..." message and nothing left
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "ckd.h"
-#include "cli/npy.h"
+#include "tool/npy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

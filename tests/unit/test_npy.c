@@ -1,5 +1,5 @@
 /*
-** test_npy.c -- the .npy reader of `kiln run` (runtime/cli/npy.c): the
+** test_npy.c -- the .npy reader of `kiln run` (runtime/tool/npy.c): the
 ** header grammar of npy.h, accepted as NumPy writes it (versions 1.0, 2.0
 ** and 3.0, both quote styles, spaces, trailing commas, Python 2 longs) and
 ** rejected otherwise with the byte offset of the first deviation; the
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/npy.h"
+#include "tool/npy.h"
 
 /* An .npy image: prefix of `major` (length field of 2 or 4 bytes), the
 ** dictionary text padded with spaces to a multiple of 64 and ended by

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "cli/cli.h"
-#include "cli/npy.h"
+#include "tool/tool.h"
+#include "tool/npy.h"
 #include "internal.h" /* kiln_ckd_* (ckd.h), kiln__shape_text */
 
 #define NPY_MAX_HEADER ((size_t)1 << 20) /* a header is ~128 bytes */
