@@ -1,8 +1,31 @@
 """harness.py -- the runner shared by the command-line test scripts
 (tests/cli/test_cli.py, test_verdict.py): every test_* function of a
 module runs, each failure is one line, and the exit status is 1 when any
-failed."""
+failed.  It also holds what every script needs: ROOT, the kiln binary
+(argv[1], else build/kiln), check() and run_kiln()."""
+import os
+import subprocess
+import sys
 import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def kiln_binary():
+    """The kiln tool under test: the script's first argument, else build/kiln."""
+    return os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, 'build', 'kiln')
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def run_kiln(kiln, *args, env=None, timeout=600):
+    """Run KILN ARGS... from ROOT; returns (exit status, stdout, stderr)."""
+    p = subprocess.run([kiln] + list(args), cwd=ROOT, capture_output=True, text=True,
+                       timeout=timeout, env=env)
+    return p.returncode, p.stdout, p.stderr
 
 
 def run_tests(namespace, label):

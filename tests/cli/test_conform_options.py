@@ -15,25 +15,21 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import harness
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KILN = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, 'build', 'kiln')
+ROOT = harness.ROOT
+KILN = harness.kiln_binary()
 VECTORS = os.path.join(ROOT, 'conformance', 'vectors')
 
 
-def check(cond, msg):
-    if not cond:
-        raise AssertionError(msg)
+check = harness.check
 
 
 def kiln(*args):
-    p = subprocess.run([KILN] + list(args), cwd=ROOT, capture_output=True, text=True, timeout=600)
-    return p.returncode, p.stdout, p.stderr
+    return harness.run_kiln(KILN, *args)
 
 
 def test_skip_flag():

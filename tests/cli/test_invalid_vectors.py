@@ -23,14 +23,12 @@ import tempfile
 
 import harness
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KILN = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, 'build', 'kiln')
+ROOT = harness.ROOT
+KILN = harness.kiln_binary()
 VECTORS = os.path.join(ROOT, 'conformance', 'vectors')
 
 
-def check(cond, msg):
-    if not cond:
-        raise AssertionError(msg)
+check = harness.check
 
 
 def load(category):
@@ -68,12 +66,11 @@ def write(vdir, category, group_type, tests, **top):
     return doc
 
 
-def run_invalid(category, pred, cases):
-    """cases: (what, mutate(test) -> None, expected substring of the message).
-    All go into one file; each must come back INVALID with its message."""
-    group, base = first(category, pred)
+def mutated_tests(base, cases, last):
+    """One copy of base per case (tcId k, comment 'case k'), changed by the
+    case's mutate(test), then base itself unchanged, commented `last`."""
     tests = []
-    for k, (what, mutate, _) in enumerate(cases, 1):
+    for k, (_, mutate, _) in enumerate(cases, 1):
         t = copy.deepcopy(base)
         t['tcId'] = k
         t['comment'] = 'case %d' % k
@@ -81,8 +78,16 @@ def run_invalid(category, pred, cases):
         tests.append(t)
     ok = copy.deepcopy(base)
     ok['tcId'] = len(cases) + 1
-    ok['comment'] = 'the unbroken test'
+    ok['comment'] = last
     tests.append(ok)
+    return tests
+
+
+def run_invalid(category, pred, cases):
+    """cases: (what, mutate(test) -> None, expected substring of the message).
+    All go into one file; each must come back INVALID with its message."""
+    group, base = first(category, pred)
+    tests = mutated_tests(base, cases, 'the unbroken test')
     vdir = tempfile.mkdtemp(prefix='kiln-invalid.')
     try:
         write(vdir, category, group, tests)

@@ -23,8 +23,8 @@ import time
 
 import harness
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KILN = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, 'build', 'kiln')
+ROOT = harness.ROOT
+KILN = harness.kiln_binary()
 FUSION = os.path.join(ROOT, 'examples', 'relu_mul_add.kf')
 STALE_S = 3600  # older than KILN__KDB_STALE_SECONDS (runtime/kernel_db.h)
 
@@ -37,9 +37,7 @@ def kiln(*args, env=None):
     return p.returncode, p.stdout, p.stderr
 
 
-def check(cond, msg):
-    if not cond:
-        raise AssertionError(msg)
+check = harness.check
 
 
 def new_dir(name='kdb'):

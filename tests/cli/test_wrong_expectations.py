@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 import harness
-from test_invalid_vectors import check, conform, first, write
+from test_invalid_vectors import check, conform, first, mutated_tests, write
 
 # differential tests compare a backend with ref, so they need another one:
 # the test plugin (tests/plugins/kiln_test_plugin.c)
@@ -35,17 +35,7 @@ ERR = {'kind': 'unknown', 'offset': 0, 'source': 'KILN_ENABLE', 'token': 'bogus'
 
 def run_failing(category, pred, cases, backend='ref'):
     group, base = first(category, pred)
-    tests = []
-    for k, (what, mutate, _) in enumerate(cases, 1):
-        t = copy.deepcopy(base)
-        t['tcId'] = k
-        t['comment'] = 'case %d' % k
-        mutate(t)
-        tests.append(t)
-    ok = copy.deepcopy(base)
-    ok['tcId'] = len(cases) + 1
-    ok['comment'] = 'the unchanged test'
-    tests.append(ok)
+    tests = mutated_tests(base, cases, 'the unchanged test')
     vdir = tempfile.mkdtemp(prefix='kiln-wrong.')
     try:
         write(vdir, category, group, tests)
