@@ -37,6 +37,7 @@
 
 #include "tool/npy.h"
 #include "conform.h"
+#include "outputs.h"
 
 #define FZ_MAX_NODES 96
 #define FZ_MAX_IN 12
@@ -824,14 +825,19 @@ static void destroy_all(kiln_tensor **t, size_t n)
         kiln_tensor_destroy(t[i]);
 }
 
-/* Run c on ctx; out[] receives host copies of the outputs (malloc'd). */
+/* Run c on ctx; outs[] receives the outputs (runtime-allocated).  With gs
+** (the backend under test), the outputs are gs's guarded, canary-filled
+** buffers instead (outputs.c; run `variant`), checked after the execute:
+** a failed check sets *bad (with msg) and outs[] stays NULL. */
 static kiln_status run_on(kiln_context *ctx, const kiln_fusion *f,
                           const fz_case *c, const host_in *h, int layouts,
-                          kiln_exec_info *info, kiln_tensor **outs, size_t n_out)
+                          kiln_exec_info *info, kiln_tensor **outs, size_t n_out,
+                          cf_outset *gs, int variant, int *bad, char *msg,
+                          size_t cap)
 {
     kiln_tensor *in[FZ_MAX_IN] = {NULL}, *base[FZ_MAX_IN] = {NULL};
-    const char *b = kiln_context_backend(ctx);
-    int dev = b && strcmp(b, "cuda") == 0;
+    /* the backend's memory space through the public API (a plugin too) */
+    int dev = cf_backend_memory(ctx) == KILN_MEM_DEVICE;
     kiln_status st = KILN_OK;
     for (int i = 0; i < c->n_in && st == KILN_OK; i++) {
         const host_in *x = &h[i];
@@ -866,7 +872,18 @@ static kiln_status run_on(kiln_context *ctx, const kiln_fusion *f,
         eo.n_enable = (size_t)c->n_en;
         eo.disable = c->dis;
         eo.n_disable = (size_t)c->n_dis;
-        st = kiln_execute(ctx, f, in, (size_t)c->n_in, outs, n_out, &eo, info);
+        if (gs == NULL) {
+            st = kiln_execute(ctx, f, in, (size_t)c->n_in, outs, n_out, &eo,
+                              info);
+        } else if (cf_outset_make(gs, ctx, f, in, (size_t)c->n_in, n_out,
+                                  variant, msg, cap) != 0) {
+            *bad = 1;
+        } else {
+            st = kiln_execute(ctx, f, in, (size_t)c->n_in, gs->t, n_out, &eo,
+                              info);
+            if (cf_outset_check(gs, ctx, st == KILN_OK, msg, cap) != 0)
+                *bad = 1;
+        }
     }
     destroy_all(in, (size_t)c->n_in);
     destroy_all(base, (size_t)c->n_in);
@@ -894,7 +911,7 @@ static double *abs_scale(kiln_context *ref, const fz_case *c, int k,
     kiln_tensor *o = NULL;
     double *s = NULL;
     if (kf && kiln_fusion_parse(kf, strlen(kf), &f) == KILN_OK &&
-        run_on(ref, f, c, h, 0, NULL, &o, 1) == KILN_OK &&
+        run_on(ref, f, c, h, 0, NULL, &o, 1, NULL, 0, NULL, NULL, 0) == KILN_OK &&
         (size_t)kiln_tensor_numel(o) == numel) {
         kiln_dtype dt = kiln_tensor_dtype(o);
         void *b = read_host(ref, o);
@@ -919,8 +936,10 @@ static void fz_run(kiln_context *bt, kiln_context *ref, const fz_case *c,
     host_in h[FZ_MAX_IN];
     kiln_tensor *ob[FZ_MAX_OUT] = {NULL}, *orf[FZ_MAX_OUT] = {NULL};
     kiln_exec_info *info = NULL;
+    cf_outset gs;
     size_t n = (size_t)c->n_out;
     memset(h, 0, sizeof h);
+    memset(&gs, 0, sizeof gs);
     if (kf == NULL || c->n_out == 0 ||
         kiln_fusion_parse(kf, strlen(kf), &f) != KILN_OK) {
         r->ref_failed = 1;
@@ -933,7 +952,8 @@ static void fz_run(kiln_context *bt, kiln_context *ref, const fz_case *c,
         snprintf(r->msg, sizeof r->msg, "out of memory");
         goto done;
     }
-    kiln_status st = run_on(ref, f, c, h, 0, NULL, orf, n);
+    kiln_status st = run_on(ref, f, c, h, 0, NULL, orf, n, NULL, 0, NULL, NULL,
+                            0);
     if (st != KILN_OK) {
         r->ref_failed = 1;
         snprintf(r->msg, sizeof r->msg, "ref: kiln_execute: %s: %s",
@@ -941,7 +961,17 @@ static void fz_run(kiln_context *bt, kiln_context *ref, const fz_case *c,
         goto done;
     }
     kiln_exec_info_create(&info);
-    st = run_on(bt, f, c, h, 1, info, ob, n);
+    int bad = 0;
+    char gmsg[CF_MSG];
+    st = run_on(bt, f, c, h, 1, info, NULL, n, &gs, (int)(c->seed & 1), &bad,
+                gmsg, sizeof gmsg);
+    if (bad) {
+        r->failed = 1;
+        snprintf(r->msg, sizeof r->msg, "%.590s", gmsg);
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        ob[i] = gs.t[i]; /* borrowed: gs owns them */
     if (info) {
         cf_outcome tmp;
         memset(&tmp, 0, sizeof tmp);
@@ -1018,7 +1048,7 @@ static void fz_run(kiln_context *bt, kiln_context *ref, const fz_case *c,
             break;
     }
 done:
-    destroy_all(ob, n);
+    cf_outset_free(&gs);
     destroy_all(orf, n);
     kiln_exec_info_destroy(info);
     kiln_fusion_destroy(f);
