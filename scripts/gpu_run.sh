@@ -222,7 +222,9 @@ run_stage() {
   conform) stage conform 420 conform_cuda ;;
   many_views) stage many_views 120 many_views_check ;;
   matmul) stage matmul 240 matmul_check ;;
-  sweep) stage sweep 300 env CK_FORK=no $B/kiln conform --backend cuda --category sweep --sweep sample --timeout 600 ;;
+  sweep) stage sweep 300 env CK_FORK=no $B/kiln conform --backend cuda --category sweep --sweep sample --timeout 600
+    echo "# sweep: every FAIL line (the tail above may cut some off)"
+    grep -E '^FAIL' "$OUT/sweep.log" ;;
   serde) stage serde 400 conform_serde_cuda ;;
   kdb) stage kdb 120 $B/kiln bench kdb --backend cuda --runs 5 ;;
   memcheck) stage memcheck 70 compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all $B/kiln conform --backend cuda --category cache.isolation --filter 'nvFuser|fma' --timeout 300 ;;

@@ -253,6 +253,14 @@ def zero_alts(op):
 # (docs/backends.md, "NVRTC's compile cache"); the real fast kernel was
 # measured at up to 104 ulp on this test's 40 inputs.
 FAST_TANH_ULP = 134
+# Under fast_math, sigmoid is e/(1+e) or 1/(1+e) with e = __expf(+-x), whose
+# error is 2 + floor(|1.173 x|) ulp (CUDA Math API): a relative error that
+# grows with |x|.  The division keeps the relative error of e (x < 0) or
+# halves it (x >= 0), and an ulp of e can be two ulp of the result (their
+# binades differ), so 2 (2 + 1.173 |x|) + 3 roundings; the bound is
+# 16 + floor(|2.346 x|) (docs/numerics.md, Transcendentals).
+FAST_SIGMOID_ULP = 16
+FAST_SIGMOID_PER_X = 2.346
 
 
 def value_check(op, dt, fast=False):
@@ -959,7 +967,7 @@ def gen_fast(B, rng):
               [("f32", [len(xs)], xs)], options=fast,
               check={"kind": "abs", "ftz": True, "bounds": [b] * len(xs)})
     for op, lo, hi in (("tanh", -2.0, 2.0), ("erf", -3.0, 3.0),
-                       ("rsqrt", 0.01, 100.0), ("sigmoid", -5.0, 5.0)):
+                       ("rsqrt", 0.01, 100.0), ("sigmoid", -87.0, 40.0)):
         xs = [fp.rnd(rng.uniform(lo, hi), "f32") for _ in range(40)]
         if op == "tanh":
             # fast tanhf is one hardware instruction (tanh.approx.f32,
@@ -968,6 +976,18 @@ def gen_fast(B, rng):
                   ["FastMath", "Transcendental"], unary_graph(op, "f32", "?"),
                   [("f32", [40], xs)], options=fast,
                   check={"kind": "ulp", "ftz": True, "max": FAST_TANH_ULP})
+            continue
+        if op == "sigmoid":
+            # e = __expf(+-x) carries 2 + floor(|1.173 x|) ulp; the division
+            # by 1 + e can double that in ulp of the result, plus roundings
+            # (docs/numerics.md, fast_math)
+            B.add("fast_math", "fast sigmoid: %d + floor(|%g x|) ulp" % (
+                      FAST_SIGMOID_ULP, FAST_SIGMOID_PER_X),
+                  ["FastMath", "Transcendental"], unary_graph(op, "f32", "?"),
+                  [("f32", [40], xs)], options=fast,
+                  check={"kind": "ulp", "ftz": True, "maxPerElement": [
+                      FAST_SIGMOID_ULP + int(abs(FAST_SIGMOID_PER_X * x))
+                      for x in xs]})
             continue
         B.add("fast_math", "fast %sf: 4x the default bound" % op,
               ["FastMath", "Transcendental"], unary_graph(op, "f32", "?"),

@@ -39,7 +39,7 @@ import fp
 import kf
 import optable
 from differential import SplitMix64
-from numerics import FAST_TANH_ULP
+from numerics import FAST_SIGMOID_PER_X, FAST_SIGMOID_ULP, FAST_TANH_ULP
 from vecfile import VectorFile
 
 M64 = (1 << 64) - 1
@@ -114,7 +114,10 @@ def bound(op, dt, fast):
                 "absWithin": [-math.pi, math.pi], "ftz": True}
     if op == "tanh":
         return {"ulp": FAST_TANH_ULP, "ftz": True}
-    return {"ulp": 4 * b, "ftz": True}  # erf, rsqrt, sigmoid
+    if op == "sigmoid":
+        return {"ulp": FAST_SIGMOID_ULP, "ulpPerAbsX": FAST_SIGMOID_PER_X,
+                "ftz": True}
+    return {"ulp": 4 * b, "ftz": True}  # erf, rsqrt
 
 
 def build():

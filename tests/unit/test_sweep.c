@@ -236,6 +236,48 @@ START_TEST(judge_bounds)
     cf_sweep_check(&s, 2, x, h, &st);
     ck_assert_uint_eq(st.over, 1);
     ck_assert_uint_eq(st.fail_got, 0x3f81);
+    /* fast_math casts: a subnormal input may read as zero (CUDA's
+    ** cvt.ftz.f64.f32 gives +0 for 2^-149; x != 0 to bool gives false) */
+    uint64_t dz = 0;
+    x[0] = 1;
+    s.to = KILN_F64;
+    s.ftz = 1;
+    memset(&st, 0, sizeof st);
+    cf_sweep_check(&s, 1, x, &dz, &st);
+    ck_assert_uint_eq(st.over, 0);
+    s.ftz = 0;
+    memset(&st, 0, sizeof st);
+    cf_sweep_check(&s, 1, x, &dz, &st);
+    ck_assert_uint_eq(st.over, 1);
+    unsigned char bz = 0;
+    s.to = KILN_BOOL;
+    memset(&st, 0, sizeof st);
+    cf_sweep_check(&s, 1, x, &bz, &st);
+    ck_assert_uint_eq(st.over, 1);
+    s.ftz = 1;
+    memset(&st, 0, sizeof st);
+    cf_sweep_check(&s, 1, x, &bz, &st);
+    ck_assert_uint_eq(st.over, 0);
+    /* fast_math sigmoid (docs/numerics.md): sigmoid(-85) = 0x022586e0;
+    ** 150 ulp off (the fast exp's error there) passes 16 + floor(85 *
+    ** 2.346) = 215, not a flat 16 */
+    memset(&s, 0, sizeof s);
+    s.op = CR_SIGMOID;
+    s.from = s.to = KILN_F32;
+    s.has_ulp = 1;
+    s.ulp = 16;
+    s.ulp_per_abs_x = 2.346;
+    s.ftz = 1;
+    x[0] = 0xc2aa0000u;
+    g[0] = 0x022586e0u - 150;
+    memset(&st, 0, sizeof st);
+    cf_sweep_check(&s, 1, x, g, &st);
+    ck_assert_uint_eq(st.over, 0);
+    s.ulp_per_abs_x = 0;
+    memset(&st, 0, sizeof st);
+    cf_sweep_check(&s, 1, x, g, &st);
+    ck_assert_uint_eq(st.over, 1);
+    ck_assert_uint_eq(st.fail_allowed, 16);
 }
 END_TEST
 
