@@ -1207,6 +1207,32 @@ def gen_output_rules(B):
                  out("f32", [8], overlaps={"output": 0, "byteOffset": 16})])
 
 
+# ------------------------------------------------- fuzz regressions
+def gen_fuzz_regressions(B):
+    """Fusions minimised from the fuzz category (docs/conformance.md, "The
+    fuzz category") that a backend got wrong, kept so that every backend
+    runs them (fixed data, no rng: the other vectors do not move)."""
+    # fuzz seed 10916 (cuda: wrong element 0): i64 -> i32 -> neg -> min
+    # keepdim -> i64, compared with the input broadcast over the kept axis
+    for axes, shape, vals in (
+            ("1?", [1, 2], [-9, -19]),
+            ("??", [3, 4], [-9, -19, 5, 0,
+                            2 ** 31, 2 ** 31 - 1, -(2 ** 31), 7,
+                            2 ** 32 + 5, -(2 ** 31) - 1, 2 ** 40, -3])):
+        for rop in ("min", "max"):
+            g = kf.Graph()
+            x = g.input("i64", axes)
+            n = g.op("neg", g.cast(x, "i32"))
+            r = g.cast(g.reduce(rop, n, [1], keepdim=True), "i64")
+            g.output(g.cast(g.cast(g.op("ne", x, r), "f32"), "bool"))
+            g.output(r)
+            B.add("fuzz regressions", "fuzz seed 10916: ne(x, i64(%s(neg(i32(x"
+                  "))) keepdim)) over i64 %r (i64 -> i32 wraps, neg of "
+                  "INT_MIN wraps)" % (rop, shape),
+                  ["Composite", "Reduction", "KeepDim", "IntWrap"], g,
+                  [("i64", shape, vals)])
+
+
 def build():
     B = Builder()
     rng = random.Random(1234567)
@@ -1228,4 +1254,5 @@ def build():
     gen_output_rules(B)
     import rule_cases
     rule_cases.gen(B, random.Random(1313))
+    gen_fuzz_regressions(B)
     return {"numerics.json": B.vf.finish()}

@@ -271,6 +271,16 @@ static int in_has(const gen *g, uint32_t k, unsigned f)
     return (kiln__cuda_in_flags(&g->info, k) & f) != 0;
 }
 
+/* Number of inputs that carry view flag f. */
+static uint32_t n_in_with(const gen *g, unsigned f)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < g->seg->n_inputs; k++)
+        if (in_has(g, k, f))
+            n++;
+    return n;
+}
+
 /* Offsets of views for the kept-axis index `o` (reductions): declares
 ** `ix <prefix>i<k>` for inputs with a flag of in_flag and `oo<k>` for all
 ** outputs when outs != 0.  Axes in `axes_mask` are decomposed (row-major,
@@ -290,7 +300,9 @@ static void emit_decompose(gen *g, const char *idx, uint32_t axes_mask,
     for (int d = 0; d < g->info.rank; d++)
         if (axes_mask >> d & 1u)
             axes[na++] = d;
-    if (na == 0)
+    /* No view takes an offset: the coordinates would be unused (NVRTC
+    ** warning 177, an error under warnings-are-errors). */
+    if (na == 0 || (!outs && n_in_with(g, in_flag) == 0))
         return;
     P("%s{\n", ind);
     if (na > 1)
@@ -523,6 +535,8 @@ static void emit_joffsets(gen *g, uint32_t red, const char *ind)
     for (int d = 0; d < g->info.rank; d++)
         if (red >> d & 1u)
             axes[na++] = d;
+    if (n_in_with(g, KILN_CUDA_V_PRE) == 0)
+        return; /* no offsets to compute: no unused coordinates */
     if (na == 1) {
         for (uint32_t k = 0; k < s->n_inputs; k++)
             if (in_has(g, k, KILN_CUDA_V_PRE))

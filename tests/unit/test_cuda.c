@@ -1156,6 +1156,41 @@ START_TEST(nvrtc_backend_compiles_and_runs_on_ref)
 }
 END_TEST
 
+/* Reductions whose REDUCE operand reads no input (fuzz seed 10547: the
+** operand simplifies to a constant): the coordinates of the kept index and
+** of the reduced index j have no view to offset and must not be declared,
+** else NVRTC's warning 177 ("declared but never referenced") fails the
+** compile under warnings-are-errors.  Every reduction scheme: inner with
+** one and two kept axes and two reduced axes, outer with two reduced axes,
+** and the keepdim result read by no post input. */
+START_TEST(nvrtc_reduction_without_operand_views_compiles)
+{
+    const kiln_backend *be = kiln__backend_nvrtc();
+    void *st = NULL;
+    char err[8192];
+    if (!open_or_skip(be, &st, "KILN_TEST_NVRTC_REQUIRED", __func__))
+        return;
+    static const uint32_t axes[] = {5u, 4u, 3u, 6u, 1u, 2u};
+    for (size_t q = 0; q < sizeof axes / sizeof axes[0]; q++)
+        for (int rop = 0; rop < 2; rop++) {
+            tseg t;
+            ts_init(&t, KILN_SEGK_REDUCTION);
+            int x = ts_in(&t, KILN_I32, 3, AC);
+            int m = ts_node(&t, KILN_OP_MUL, KILN_I32, 3, x, ts_const(&t, KILN_I32, 0), -1);
+            int c = ts_node(&t, KILN_OP_CAST, KILN_F64, 3, m, -1, -1);
+            ts_out(&t, ts_reduce(&t, rop ? KILN_OP_SUM : KILN_OP_RMAX, KILN_F64, 3, c, axes[q]),
+                   AC);
+            kiln_kernel_options ko = ko_default();
+            kiln_kernel_out out;
+            memset(&out, 0, sizeof out);
+            ck_assert_msg(be->compile(st, ts_done(&t), &ko, &out, err, sizeof err) == KILN_OK,
+                          "axes 0x%x op %d: %s", axes[q], rop, err);
+            be->release(st, out.handle);
+        }
+    be->close(st);
+}
+END_TEST
+
 START_TEST(nvrtc_check_cache)
 {
     char dir[] = "/tmp/kiln-nvrtc-memo-XXXXXX";
@@ -1594,6 +1629,7 @@ Suite *cuda_suite(void)
     tcase_add_test(tc, codegen_many_views_index_each_input);
     tcase_add_test(tc, nvrtc_backend_compiles_and_runs_on_ref);
     tcase_add_test(tc, nvrtc_check_cache);
+    tcase_add_test(tc, nvrtc_reduction_without_operand_views_compiles);
     tcase_add_test(tc, kernel_source_is_the_generated_source);
     tcase_add_test(tc, nvrtc_dump_prints_the_source);
     suite_add_tcase(s, tc);
